@@ -1,0 +1,34 @@
+"""The exception tree: one root, small subclasses carrying where the problem was."""
+
+from __future__ import annotations
+
+
+class CollectionManagerError(Exception):
+    """Root of every error this project raises.
+
+    Attributes:
+        collection: the collection concerned, when known.
+        topic: the Kafka topic the input came from, when known.
+        partition: its Kafka partition, when known.
+        offset: its Kafka offset, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        collection: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.collection = collection
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class InfrastructureError(CollectionManagerError):
+    """A service (Kafka, Redis, Spark, Java, Maven) is missing or did not come up."""

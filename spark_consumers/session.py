@@ -1,0 +1,78 @@
+"""A SparkSession with Spark's Kafka source on its classpath, resolved once into the cache."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
+from collection_manager.errors import InfrastructureError
+from collection_manager.infra.kafka_broker import require_java
+from collection_manager.infra.maven import resolve_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+CONNECTOR = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(-[a-z]+)?\.jar$")
+
+
+def _artifact(jar: Path) -> str:
+    match = _VERSIONED_JAR.match(jar.name)
+    return match.group("artifact") if match else jar.stem
+
+
+def _pyspark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def connector_jars(infra: InfraConfig) -> list[Path]:
+    """The Kafka connector and those of its dependencies that pyspark does not ship.
+
+    Resolved with Maven rather than ``spark.jars.packages``: Spark's Ivy resolution trusts
+    a local Maven repository holding only a pom and then fails offline; a plain jar list
+    from the cache needs no network after the first run. Jars pyspark already ships
+    (Scala, Hadoop client, slf4j, ...) are left out so only one version is on the classpath.
+    """
+    dest = infra.cache_dir / f"spark-kafka-{SPARK_VERSION}"
+    jars = resolve_jars([CONNECTOR], dest, infra.maven_timeout_s)
+    shipped = {_artifact(jar) for jar in _pyspark_jars_dir().glob("*.jar")}
+    return [jar for jar in jars if _artifact(jar) not in shipped]
+
+
+def _check_pyspark_version() -> None:
+    import pyspark
+
+    if pyspark.__version__ != SPARK_VERSION:
+        raise InfrastructureError(
+            f"pyspark {pyspark.__version__} is installed but the Kafka connector is pinned to "
+            f"{SPARK_VERSION}; reinstall the project (pip install -e .)"
+        )
+
+
+def build_spark_session(spark: SparkConfig, infra: InfraConfig, app_name: str) -> SparkSession:
+    """Creates (or returns the running) SparkSession with the Kafka source available."""
+    from pyspark.sql import SparkSession
+
+    require_java()
+    _check_pyspark_version()
+    jars = ",".join(str(jar) for jar in connector_jars(infra))
+    session = (
+        SparkSession.builder.master(spark.spark_master)
+        .appName(app_name)
+        .config("spark.jars", jars)
+        .config("spark.driver.memory", spark.spark_driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel(spark.spark_log_level)
+    return session

@@ -1,0 +1,84 @@
+"""Session-scoped real services: Kafka, Redis and Spark.
+
+Configured services (``CM_KAFKA_BOOTSTRAP``, ``CM_REDIS_URL``) are used as they are; else
+the ones a developer started with ``collection-manager infra up`` are reused; else local
+processes are started for this session and stopped at its end.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collection_manager import infra
+from collection_manager.config import InfraConfig, SparkConfig, from_env
+
+INTEGRATION_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION_DIR in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def infra_config() -> InfraConfig:
+    return from_env(InfraConfig)
+
+
+@pytest.fixture(scope="session")
+def endpoints(infra_config: InfraConfig) -> Iterator[infra.Endpoints]:
+    found = infra.up(infra_config)
+    try:
+        yield found
+    finally:
+        infra.down(infra_config, found.started)
+
+
+@pytest.fixture(scope="session")
+def kafka(endpoints: infra.Endpoints) -> str:
+    """Bootstrap servers of a real broker."""
+    return endpoints.kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def redis(endpoints: infra.Endpoints) -> Iterator[redis_lib.Redis]:
+    """A client of a real Redis."""
+    client = redis_lib.Redis.from_url(endpoints.redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def spark(infra_config: InfraConfig) -> Iterator[Any]:
+    """A real SparkSession with Spark's Kafka source."""
+    from spark_consumers.session import build_spark_session
+
+    session = build_spark_session(from_env(SparkConfig), infra_config, "collection-manager-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def unique(request: pytest.FixtureRequest) -> str:
+    """A name no other test uses: for topic names and key prefixes."""
+    return f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
+
+
+@pytest.fixture
+def topic(kafka: str, unique: str) -> Iterator[str]:
+    """A fresh topic with 4 partitions, deleted after the test."""
+    admin = AdminClient({"bootstrap.servers": kafka})
+    name = f"t-{unique}"
+    admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(30)
+    yield name
+    admin.delete_topics([name])[name].result(30)
