@@ -32,3 +32,31 @@ class CollectionManagerError(Exception):
 
 class InfrastructureError(CollectionManagerError):
     """A service (Kafka, Redis, Spark, Java, Maven) is missing or did not come up."""
+
+
+class SerializationError(CollectionManagerError):
+    """Bytes that do not decode as a request."""
+
+
+class UnknownSchemaError(SerializationError):
+    """A message written with a schema whose fingerprint no registry entry has."""
+
+
+class SchemaError(CollectionManagerError):
+    """A row or definition that does not match its schema."""
+
+
+class FilterError(CollectionManagerError):
+    """A deletion or read filter that is malformed or invalid for the collection."""
+
+
+class UnknownCollectionError(CollectionManagerError):
+    """A request or read that names a collection nobody created."""
+
+
+class OversizedRequestError(CollectionManagerError):
+    """A request larger than the configured limit."""
+
+
+class StorageError(CollectionManagerError):
+    """The store refused or failed a write (nothing of the refused operation was written)."""

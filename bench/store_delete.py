@@ -1,0 +1,95 @@
+"""Deleting one replica's 1,000 rows from collections of growing size: index vs scan.
+
+The indexed delete should take the same time whatever the collection's size; the scan
+grows with it. Run: ``.venv/bin/python -m bench.store_delete [--sizes 10000,100000,1000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import redis
+
+from bench.common import report, services
+from collection_manager.storage.layout import Column, Layout
+from collection_manager.storage.ops import AppendOp, DeleteOp
+from collection_manager.storage.store import RedisStore
+
+VICTIM_ROWS = 1_000
+COLUMNS = (Column("replica_id", "string"), Column("operator_id", "long"), Column("records", "long"))
+
+
+def _rows(replica: str, count: int) -> list[tuple[tuple[object, ...], int]]:
+    return [((replica, op, op * 7), 1) for op in range(count)]
+
+
+class _Collection:
+    """A collection of ``size`` rows, 1,000 of them from replica ``victim``."""
+
+    def __init__(self, store: RedisStore, size: int) -> None:
+        self.store, self.name, self.offset = store, f"bench-delete-{size}", 0
+        store.drop_collection(self.name)
+        store.create_collection(Layout(self.name, COLUMNS, ("replica_id",)))
+        others = size - VICTIM_ROWS
+        for start in range(0, others, 10_000):
+            replica = f"r{start // 10_000}"
+            self._apply(AppendOp(0, 0, replica, 1, _rows(replica, min(10_000, others - start))))
+        self.refill()
+
+    def _apply(self, op: AppendOp | DeleteOp) -> dict[str, int]:
+        self.offset += 1
+        if isinstance(op, AppendOp):
+            op = AppendOp(self.offset, self.offset, op.replica_id, op.epoch, op.updates)
+        else:
+            op = DeleteOp(self.offset, op.index_keys, op.residual, op.fence)
+        return self.store.apply(self.name, "bench", 0, [op])
+
+    def refill(self) -> None:
+        self._apply(AppendOp(0, 0, "victim", 1, _rows("victim", VICTIM_ROWS)))
+
+    def delete(self, indexed: bool) -> None:
+        op = (
+            DeleteOp(0, ["replica_id:victim"], None)
+            if indexed
+            else DeleteOp(0, None, ["eq", 0, "victim"])
+        )
+        assert self._apply(op)["retractions"] == VICTIM_ROWS
+
+
+def _delete_ms(collection: _Collection, indexed: bool, repeats: int) -> float:
+    """Median time of the delete alone; the rows are put back between repeats."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        collection.delete(indexed)
+        times.append(time.perf_counter() - start)
+        collection.refill()
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    rows = []
+    with services() as endpoints:
+        store = RedisStore(redis.Redis.from_url(endpoints.redis_url), log_max_length=10_000)
+        for size in (int(s) for s in args.sizes.split(",")):
+            collection = _Collection(store, size)
+            indexed = _delete_ms(collection, True, args.repeats)
+            scan = _delete_ms(collection, False, args.repeats)
+            store.drop_collection(collection.name)
+            rows.append((size, indexed, scan, scan / indexed))
+    report(
+        "store_delete",
+        ["collection rows", "indexed delete ms", "scan delete ms (baseline)", "scan / indexed"],
+        rows,
+        {"rows_deleted": VICTIM_ROWS, "repeats": args.repeats},
+    )
+
+
+if __name__ == "__main__":
+    main()

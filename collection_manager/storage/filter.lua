@@ -1,0 +1,51 @@
+-- Deletion and read filters, shared by apply.lua and read.lua (prepended to each).
+local null = cjson.null
+
+local matches
+local function all_match(terms, row, from)
+  for i = from, #terms do if not matches(terms[i], row) then return false end end
+  return true
+end
+local function any_match(terms, row, from)
+  for i = from, #terms do if matches(terms[i], row) then return true end end
+  return false
+end
+
+-- Filters: {op, ...}: and/or {op, f1, f2, ...}; not {op, f}; is_null {op, col};
+-- comparisons {op, col, literal}; in {op, col, {literals}}; prefix {op, col, string}.
+-- A comparison with a null column value is false (only is_null sees nulls).
+matches = function(f, row)
+  local op = f[1]
+  if op == 'and' then return all_match(f, row, 2) end
+  if op == 'or' then return any_match(f, row, 2) end
+  if op == 'not' then return not matches(f[2], row) end
+  local v = row[f[2] + 1]
+  if op == 'is_null' then return v == null end
+  if v == null then return false end
+  local lit = f[3]
+  if op == 'eq' then return v == lit end
+  if op == 'ne' then return v ~= lit end
+  if op == 'lt' then return v < lit end
+  if op == 'le' then return v <= lit end
+  if op == 'gt' then return v > lit end
+  if op == 'ge' then return v >= lit end
+  if op == 'prefix' then return string.sub(v, 1, #lit) == lit end
+  if op == 'in' then
+    for _, candidate in ipairs(lit) do if v == candidate then return true end end
+    return false
+  end
+  error('unknown filter op ' .. tostring(op))  -- filters are validated before they get here
+end
+
+
+-- The rows a filter must be checked on: those of the given index sets, or all of them.
+local function candidates(contents, index_prefix, index_keys)
+  if index_keys == nil then return redis.call('HKEYS', contents) end
+  local rows, seen = {}, {}
+  for _, key in ipairs(index_keys) do
+    for _, row in ipairs(redis.call('SMEMBERS', index_prefix .. key)) do
+      if not seen[row] then seen[row] = true; rows[#rows + 1] = row end
+    end
+  end
+  return rows
+end

@@ -1,0 +1,69 @@
+"""Redis key layout of a storage collection.
+
+Every key of collection ``c`` carries the hash tag ``{c}`` so that, on a Redis Cluster,
+all of them live in one slot and a request applies atomically in one script call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+CATALOG = "cm:catalog"
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionKeys:
+    """The keys of one collection."""
+
+    collection: str
+
+    @property
+    def _base(self) -> str:
+        return f"cm:{{{self.collection}}}"
+
+    @property
+    def contents(self) -> str:
+        """Hash: canonical row -> multiplicity (only non-zero ones)."""
+        return f"{self._base}:contents"
+
+    @property
+    def log(self) -> str:
+        """Stream of (row, diff), entry id ``<time>-<seq>``: the change log."""
+        return f"{self._base}:log"
+
+    @property
+    def time(self) -> str:
+        """The latest readable time: the time of the last applied request (upper - 1).
+
+        Times start at 1, so 0 is the time of the empty collection and every change-log
+        entry id ``<time>-<seq>`` is valid (a stream id must exceed 0-0).
+        """
+        return f"{self._base}:time"
+
+    @property
+    def fences(self) -> str:
+        """Hash: replica id -> highest dead epoch."""
+        return f"{self._base}:fences"
+
+    @property
+    def applied(self) -> str:
+        """Hash: ``topic:partition`` -> highest applied Kafka offset."""
+        return f"{self._base}:applied"
+
+    @property
+    def stats(self) -> str:
+        """Hash of counters: requests, updates, retractions, fused appends, ..."""
+        return f"{self._base}:stats"
+
+    @property
+    def index_prefix(self) -> str:
+        """Prefix of the secondary index sets, ``<prefix><column>:<value>`` -> rows."""
+        return f"{self._base}:idx:"
+
+    def index(self, column: str, value: str) -> str:
+        """The set of rows whose ``column`` holds ``value``."""
+        return f"{self.index_prefix}{column}:{value}"
+
+    def script_keys(self) -> list[str]:
+        """The declared keys of the apply script, in its order."""
+        return [self.contents, self.log, self.time, self.fences, self.applied, self.stats]

@@ -1,0 +1,46 @@
+"""Canonical encoding of rows as stored in Redis: compact JSON arrays.
+
+JSON rather than Avro because the apply script (Lua, with cjson) must read rows to
+evaluate deletion filters and derive index keys inside the same atomic step. The encoding
+is canonical: one row has one encoding, so it can be the hash field that counts it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from collection_manager.errors import SchemaError
+
+Row = tuple[object, ...]
+
+
+def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset()) -> str:
+    """The canonical encoding; ints in ``double_columns`` become floats (1 and 1.0 are one row).
+
+    Raises:
+        SchemaError: for NaN or infinity, which JSON cannot hold and no row should.
+    """
+    values = [float(v) if i in double_columns and type(v) is int else v for i, v in enumerate(row)]
+    try:
+        return json.dumps(values, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        raise SchemaError(f"row {row!r} holds a value that cannot be stored: {exc}") from exc
+
+
+def decode_row(encoded: str | bytes) -> Row:
+    """The row of a canonical encoding."""
+    return tuple(json.loads(encoded))
+
+
+def index_value(value: object) -> str | None:
+    """How an indexed column's value appears in its index key (as the Lua script writes it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise SchemaError("boolean columns cannot be indexed")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise SchemaError(f"only string and long columns can be indexed, not {type(value).__name__}")

@@ -1,0 +1,200 @@
+"""Storage collections in Redis: atomic, exactly-once apply and consistent reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, cast
+
+import redis
+
+from collection_manager.errors import InfrastructureError, StorageError, UnknownCollectionError
+from collection_manager.storage.keys import CATALOG, CollectionKeys
+from collection_manager.storage.layout import Layout
+from collection_manager.storage.ops import LuaFilter, Op, chunk_ops, script_payload
+from collection_manager.storage.rows import Row, decode_row
+from collection_manager.storage.scripts import apply_script, read_script
+
+logger = logging.getLogger(__name__)
+
+# What XRANGE answers on a client that does not decode responses.
+_StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A collection's contents at one time: ``as_of`` is its latest readable time."""
+
+    rows: dict[Row, int]
+    as_of: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """One change of the change log."""
+
+    time: int
+    row: Row
+    diff: int
+
+
+class RedisStore:
+    """Storage collections in one Redis (or one Redis Cluster slot per collection).
+
+    Args:
+        client: a Redis client; responses must not be decoded (rows are compared as bytes).
+        log_max_length: approximate number of change-log entries kept per collection.
+        chunk_updates: about how many updates one script call applies, so that no single
+            call blocks Redis for long; chunks split between requests, never inside one.
+    """
+
+    def __init__(
+        self, client: redis.Redis, log_max_length: int = 1_000_000, chunk_updates: int = 20_000
+    ) -> None:
+        self._client = client
+        self._log_max_length = log_max_length
+        self._chunk_updates = chunk_updates
+        self._apply = client.register_script(apply_script())
+        self._read = client.register_script(read_script())
+        self._layouts: dict[str, Layout] = {}
+
+    @classmethod
+    def connect(cls, url: str, **kwargs: Any) -> RedisStore:
+        """Connects and pings, so that a wrong address fails here with a clear message."""
+        client = redis.Redis.from_url(url, socket_connect_timeout=5)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            raise InfrastructureError(f"Redis at {url} does not answer: {exc}") from exc
+        return cls(client, **kwargs)
+
+    # Catalog
+
+    def create_collection(self, layout: Layout) -> None:
+        """Registers a collection (replacing the definition of one with the same name)."""
+        self._client.hset(CATALOG, layout.name, json.dumps(layout.to_json()))
+        self._layouts[layout.name] = layout
+
+    def layout(self, collection: str) -> Layout:
+        """The definition of ``collection``.
+
+        Raises:
+            UnknownCollectionError: when no such collection was created.
+        """
+        if collection not in self._layouts:
+            raw = self._client.hget(CATALOG, collection)
+            if raw is None:
+                raise UnknownCollectionError(
+                    f"unknown collection {collection!r}; known: {', '.join(self.collections())}",
+                    collection=collection,
+                )
+            self._layouts[collection] = Layout.from_json(json.loads(raw))
+        return self._layouts[collection]
+
+    def collections(self) -> list[str]:
+        """Names of all collections, sorted."""
+        return sorted(_text(name) for name in self._client.hkeys(CATALOG))
+
+    def drop_collection(self, collection: str) -> None:
+        """Deletes a collection with all its keys."""
+        keys = CollectionKeys(collection)
+        doomed = list(self._client.scan_iter(match=f"{keys.index_prefix}*", count=1000))
+        doomed += keys.script_keys()
+        for start in range(0, len(doomed), 1000):
+            self._client.delete(*doomed[start : start + 1000])
+        self._client.hdel(CATALOG, collection)
+        self._layouts.pop(collection, None)
+
+    # Writes
+
+    def applied_offset(self, collection: str, topic: str, partition: int) -> int:
+        """The highest Kafka offset of ``(topic, partition)`` applied to ``collection``, or -1."""
+        raw = self._client.hget(CollectionKeys(collection).applied, f"{topic}:{partition}")
+        return -1 if raw is None else int(raw)
+
+    def apply(
+        self, collection: str, topic: str, partition: int, ops: Sequence[Op]
+    ) -> dict[str, int]:
+        """Applies planned operations atomically per operation, exactly once.
+
+        Operations at or below the applied offset of ``(topic, partition)`` are skipped, so
+        applying the same operations again (a replayed batch) changes nothing.
+
+        Returns:
+            Counters of what was done (requests, updates, retractions, fused_appends, ...).
+        """
+        layout = self.layout(collection)
+        keys = CollectionKeys(collection)
+        totals: dict[str, int] = {}
+        for chunk in chunk_ops(ops, self._chunk_updates):
+            payload = script_payload(chunk, layout.indexed_positions, layout.double_positions)
+            try:
+                reply = self._apply(
+                    keys=keys.script_keys(),
+                    args=[keys.index_prefix, f"{topic}:{partition}", self._log_max_length, payload],
+                )
+            except redis.ResponseError as exc:
+                raise StorageError(
+                    f"applying to {collection} failed: {exc}",
+                    collection=collection,
+                    topic=topic,
+                    partition=partition,
+                ) from exc
+            for name, value in zip(reply[::2], reply[1::2], strict=True):
+                totals[name.decode()] = totals.get(name.decode(), 0) + int(value)
+        return totals
+
+    # Reads
+
+    def snapshot(
+        self,
+        collection: str,
+        index_keys: Sequence[str] | None = None,
+        residual: LuaFilter | None = None,
+    ) -> Snapshot:
+        """The rows (optionally filtered) at the collection's latest readable time."""
+        keys = CollectionKeys(collection)
+        self.layout(collection)
+        if index_keys is None and residual is None:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(keys.time)
+                pipe.hgetall(keys.contents)
+                time, contents = pipe.execute()
+            rows = {decode_row(row): int(m) for row, m in contents.items()}
+            return Snapshot(rows, int(time or 0))
+        query: dict[str, Any] = {}
+        if index_keys is not None:
+            query["x"] = list(index_keys)
+        if residual is not None:
+            query["f"] = residual
+        reply = self._read(
+            keys=[keys.contents, keys.time], args=[keys.index_prefix, json.dumps(query)]
+        )
+        rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
+        return Snapshot(rows, int(reply[0]))
+
+    def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
+        """Changes at times ``>= since`` still in the log, oldest first."""
+        self.layout(collection)
+        log = CollectionKeys(collection).log
+        entries = cast(_StreamEntries, self._client.xrange(log, min=f"{since}-0", count=limit))
+        return [
+            LogEntry(int(entry_id.split(b"-")[0]), decode_row(fields[b"r"]), int(fields[b"d"]))
+            for entry_id, fields in entries
+        ]
+
+    def fences(self, collection: str) -> dict[str, int]:
+        """Replica id -> highest dead epoch, as recorded by deletes with a fence."""
+        raw = self._client.hgetall(CollectionKeys(collection).fences)
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    def stats(self, collection: str) -> dict[str, int]:
+        """Counters of everything applied to ``collection`` so far."""
+        raw = self._client.hgetall(CollectionKeys(collection).stats)
+        return {_text(k): int(v) for k, v in raw.items()}
