@@ -1,0 +1,1 @@
+"""Avro schemas of the wire protocol and of the introspection collections."""
