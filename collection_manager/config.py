@@ -113,3 +113,34 @@ class SparkConfig:
     )
     spark_driver_memory: str = setting("1g", "Memory of the Spark driver.")
     spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
+
+
+def _default_checkpoint_dir() -> Path:
+    return _default_state_dir() / "checkpoints" / "consumer"
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerConfig:
+    """The Spark consumer: what it reads, how often, and where it keeps its progress."""
+
+    topic: str = setting("cm.requests", "Topic of the requests (key = collection id).")
+    dead_letter_topic: str = setting(
+        "cm.dead-letters", "Topic that receives undecodable or invalid requests, with reasons."
+    )
+    checkpoint_dir: Path = dataclasses.field(
+        default_factory=_default_checkpoint_dir,
+        metadata={"help": "Spark checkpoint of the streaming query (offsets, commits)."},
+    )
+    trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    max_offsets_per_trigger: int = setting(
+        0, "Back-pressure: at most this many requests per micro-batch; 0 means no limit."
+    )
+    fail_on_data_loss: bool = setting(
+        False, "Stop when Kafka lost requests the query did not read yet (retention, reset)."
+    )
+    max_request_bytes: int = setting(
+        1_048_576, "Requests larger than this go to the dead-letter topic."
+    )
+    log_max_length: int = setting(
+        1_000_000, "Approximate number of change-log entries kept per collection."
+    )
