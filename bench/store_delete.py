@@ -13,15 +13,24 @@ import time
 import redis
 
 from bench.common import report, services
-from collection_manager.storage.layout import Column, Layout
-from collection_manager.storage.ops import AppendOp, DeleteOp
+from collection_manager.filters import eq, prefix
+from collection_manager.requests import Append, Delete
+from collection_manager.specs import CollectionSpec, Row
 from collection_manager.storage.store import RedisStore
 
 VICTIM_ROWS = 1_000
-COLUMNS = (Column("replica_id", "string"), Column("operator_id", "long"), Column("records", "long"))
+ROW_SCHEMA = {
+    "type": "record",
+    "name": "arrangements",
+    "fields": [
+        {"name": "replica_id", "type": "string"},
+        {"name": "operator_id", "type": "long"},
+        {"name": "records", "type": "long"},
+    ],
+}
 
 
-def _rows(replica: str, count: int) -> list[tuple[tuple[object, ...], int]]:
+def _rows(replica: str, count: int) -> list[tuple[Row, int]]:
     return [((replica, op, op * 7), 1) for op in range(count)]
 
 
@@ -31,31 +40,27 @@ class _Collection:
     def __init__(self, store: RedisStore, size: int) -> None:
         self.store, self.name, self.offset = store, f"bench-delete-{size}", 0
         store.drop_collection(self.name)
-        store.create_collection(Layout(self.name, COLUMNS, ("replica_id",)))
+        store.create_collection(CollectionSpec(self.name, ROW_SCHEMA, ("replica_id",)))
         others = size - VICTIM_ROWS
         for start in range(0, others, 10_000):
             replica = f"r{start // 10_000}"
-            self._apply(AppendOp(0, 0, replica, 1, _rows(replica, min(10_000, others - start))))
+            self._apply(self._append(replica, min(10_000, others - start)))
         self.refill()
 
-    def _apply(self, op: AppendOp | DeleteOp) -> dict[str, int]:
+    def _append(self, replica: str, rows: int) -> Append:
+        return Append(self.name, replica, 1, tuple(_rows(replica, rows)), produced_at=0)
+
+    def _apply(self, request: Append | Delete) -> dict[str, int]:
         self.offset += 1
-        if isinstance(op, AppendOp):
-            op = AppendOp(self.offset, self.offset, op.replica_id, op.epoch, op.updates)
-        else:
-            op = DeleteOp(self.offset, op.index_keys, op.residual, op.fence)
-        return self.store.apply(self.name, "bench", 0, [op])
+        return self.store.apply_requests("bench", 0, [(self.offset, request)])[self.name]
 
     def refill(self) -> None:
-        self._apply(AppendOp(0, 0, "victim", 1, _rows("victim", VICTIM_ROWS)))
+        self._apply(self._append("victim", VICTIM_ROWS))
 
     def delete(self, indexed: bool) -> None:
-        op = (
-            DeleteOp(0, ["replica_id:victim"], None)
-            if indexed
-            else DeleteOp(0, None, ["eq", 0, "victim"])
-        )
-        assert self._apply(op)["retractions"] == VICTIM_ROWS
+        # Both filters select exactly the victim's rows; only eq on replica_id has an index.
+        where = eq("replica_id", "victim") if indexed else prefix("replica_id", "victim")
+        assert self._apply(Delete(self.name, where))["retractions"] == VICTIM_ROWS
 
 
 def _delete_ms(collection: _Collection, indexed: bool, repeats: int) -> float:

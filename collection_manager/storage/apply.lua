@@ -15,7 +15,7 @@ local batch = cjson.decode(ARGV[4])
 local indexed = batch.ic
 
 
-local counts = {requests = 0, updates = 0, retractions = 0, fused_appends = 0,
+local counts = {requests = 0, steps = 0, updates = 0, retractions = 0, fused_appends = 0,
                 invalid_retractions = 0, fenced_invalid_retractions = 0, replays_skipped = 0}
 
 local function index_keys(row)
@@ -64,6 +64,11 @@ local function add(time, row, diff)
   log_entry(time, row, diff)
 end
 
+local function fence(replica, epoch)
+  local dead = redis.call('HGET', fences, replica)
+  if not dead or epoch > tonumber(dead) then redis.call('HSET', fences, replica, epoch) end
+end
+
 local function delete(time, op)
   for _, row in ipairs(candidates(contents, index_prefix, op.x)) do
     if op.f == nil or matches(op.f, cjson.decode(row)) then
@@ -74,9 +79,19 @@ local function delete(time, op)
       end
     end
   end
-  if op.fr then
-    local dead = tonumber(redis.call('HGET', fences, op.fr) or '-1')
-    if op.fe > dead then redis.call('HSET', fences, op.fr, op.fe) end
+  if op.fr then fence(op.fr, op.fe) end
+end
+
+-- Appends merged between deletes: one time for all; the fuse decides per part.
+local function append(time, op)
+  for _, part in ipairs(op.p) do
+    if is_fenced(part.r, part.e) then
+      counts.fused_appends = counts.fused_appends + part.n
+    else
+      for _, update in ipairs(part.u) do add(time, update[1], update[2]) end
+      counts.updates = counts.updates + #part.u
+    end
+    counts.requests = counts.requests + part.n
   end
 end
 
@@ -91,20 +106,19 @@ end
 for _, op in ipairs(batch.ops) do
   if op.o <= watermark then
     counts.replays_skipped = counts.replays_skipped + 1
+  elseif op.k == 'f' then
+    fence(op.fr, op.fe)
+    watermark = op.o
   else
     local time = redis.call('INCR', time_key)
     seq = 0
+    counts.steps = counts.steps + 1
     if op.k == 'a' then
-      if is_fenced(op.r, op.e) then
-        counts.fused_appends = counts.fused_appends + 1
-      else
-        for _, update in ipairs(op.u) do add(time, update[1], update[2]) end
-        counts.updates = counts.updates + #op.u
-      end
+      append(time, op)
     else
       delete(time, op)
+      counts.requests = counts.requests + 1
     end
-    counts.requests = counts.requests + 1
     watermark = op.o
   end
 end

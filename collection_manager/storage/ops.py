@@ -1,7 +1,8 @@
-"""What the apply script is given: planned append and delete operations of one collection.
+"""What the apply script is given: planned operations of one collection.
 
-An operation covers one request or, for appends merged between deletes, several; it carries
-the first and last Kafka offset it covers so replays can be recognised.
+An operation is one step of the collection's order: merged appends, a delete, or a fence
+(from a ``ReplicaRemoved``). It carries the first and last Kafka offset it covers so the
+script can skip what a previous run already applied.
 """
 
 from __future__ import annotations
@@ -11,26 +12,24 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from collection_manager.planning import SourceUpdates
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.lua_filter import LuaFilter
 from collection_manager.storage.rows import encode_row
-
-# A filter for the script: nested lists, see ``matches`` in apply.lua.
-LuaFilter = list[Any]
 
 
 @dataclasses.dataclass(frozen=True)
 class AppendOp:
-    """Updates from one replica epoch, consolidated (no row twice, no zero diff)."""
+    """Appends merged between deletes, applied at one time; the fuse decides per part."""
 
     first_offset: int
     last_offset: int
-    replica_id: str
-    epoch: int
-    updates: Sequence[tuple[Sequence[object], int]]
+    parts: Sequence[SourceUpdates]
 
 
 @dataclasses.dataclass(frozen=True)
 class DeleteOp:
-    """Retract every row matching a filter; optionally fence a replica's epochs.
+    """Retract every row matching a filter, then optionally fence a replica's epochs.
 
     Attributes:
         index_keys: when set, the candidate rows are those of these index sets
@@ -45,22 +44,43 @@ class DeleteOp:
     fence: tuple[str, int] | None = None
 
 
-Op = AppendOp | DeleteOp
+@dataclasses.dataclass(frozen=True)
+class FenceOp:
+    """Record that epochs ``<= epoch`` of ``replica_id`` are dead (no time passes)."""
+
+    offset: int
+    replica_id: str
+    epoch: int
 
 
-def _append_json(op: AppendOp, double_columns: frozenset[int]) -> dict[str, Any]:
-    updates = [[encode_row(row, double_columns), diff] for row, diff in op.updates]
-    return {
-        "k": "a",
-        "s": op.first_offset,
-        "o": op.last_offset,
-        "r": op.replica_id,
-        "e": op.epoch,
-        "u": updates,
-    }
+Op = AppendOp | DeleteOp | FenceOp
 
 
-def _delete_json(op: DeleteOp) -> dict[str, Any]:
+def indexed_positions(spec: CollectionSpec) -> list[tuple[str, int]]:
+    """``(name, position)`` of each indexed column, as the script derives index keys."""
+    names = spec.column_names
+    return [(name, names.index(name)) for name in spec.indexed_columns]
+
+
+def double_positions(spec: CollectionSpec) -> frozenset[int]:
+    """Positions of double columns, whose ints are stored as floats."""
+    return frozenset(i for i, column in enumerate(spec.columns) if column.type == "double")
+
+
+def _op_json(op: Op, doubles: frozenset[int]) -> dict[str, Any]:
+    if isinstance(op, AppendOp):
+        parts = [
+            {
+                "r": p.replica_id,
+                "e": p.epoch,
+                "n": p.requests,
+                "u": [[encode_row(row, doubles), diff] for row, diff in p.updates],
+            }
+            for p in op.parts
+        ]
+        return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
+    if isinstance(op, FenceOp):
+        return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
     out: dict[str, Any] = {"k": "d", "s": op.offset, "o": op.offset}
     if op.index_keys is not None:
         out["x"] = list(op.index_keys)
@@ -71,16 +91,16 @@ def _delete_json(op: DeleteOp) -> dict[str, Any]:
     return out
 
 
-def script_payload(
-    ops: Sequence[Op], indexed: Sequence[tuple[str, int]], double_columns: frozenset[int]
-) -> str:
+def script_payload(ops: Sequence[Op], spec: CollectionSpec) -> str:
     """The JSON argument of one apply-script call."""
-    encoded = [
-        _append_json(op, double_columns) if isinstance(op, AppendOp) else _delete_json(op)
-        for op in ops
-    ]
-    # An empty Lua table encodes as {} not []: cjson needs at least the shape to decode.
-    return json.dumps({"ic": [list(c) for c in indexed], "ops": encoded}, separators=(",", ":"))
+    doubles = double_positions(spec)
+    encoded = [_op_json(op, doubles) for op in ops]
+    indexed = [list(column) for column in indexed_positions(spec)]
+    return json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":"))
+
+
+def _weight(op: Op) -> int:
+    return sum(len(p.updates) for p in op.parts) if isinstance(op, AppendOp) else 1
 
 
 def chunk_ops(ops: Sequence[Op], max_updates: int) -> list[list[Op]]:
@@ -92,12 +112,11 @@ def chunk_ops(ops: Sequence[Op], max_updates: int) -> list[list[Op]]:
     current: list[Op] = []
     weight = 0
     for op in ops:
-        size = len(op.updates) if isinstance(op, AppendOp) else 1
-        if current and weight + size > max_updates:
+        if current and weight + _weight(op) > max_updates:
             chunks.append(current)
             current, weight = [], 0
         current.append(op)
-        weight += size
+        weight += _weight(op)
     if current:
         chunks.append(current)
     return chunks

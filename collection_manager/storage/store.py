@@ -11,9 +11,12 @@ from typing import Any, cast
 import redis
 
 from collection_manager.errors import InfrastructureError, StorageError, UnknownCollectionError
+from collection_manager.filters import Filter, validate
+from collection_manager.requests import ReplicaRemoved, collection_of
+from collection_manager.specs import CollectionSpec
 from collection_manager.storage.keys import CATALOG, CollectionKeys
-from collection_manager.storage.layout import Layout
-from collection_manager.storage.ops import LuaFilter, Op, chunk_ops, script_payload
+from collection_manager.storage.ops import Op, chunk_ops, script_payload
+from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops
 from collection_manager.storage.rows import Row, decode_row
 from collection_manager.storage.scripts import apply_script, read_script
 
@@ -62,7 +65,7 @@ class RedisStore:
         self._chunk_updates = chunk_updates
         self._apply = client.register_script(apply_script())
         self._read = client.register_script(read_script())
-        self._layouts: dict[str, Layout] = {}
+        self._specs: dict[str, CollectionSpec] = {}
 
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> RedisStore:
@@ -76,26 +79,34 @@ class RedisStore:
 
     # Catalog
 
-    def create_collection(self, layout: Layout) -> None:
+    def create_collection(self, spec: CollectionSpec) -> None:
         """Registers a collection (replacing the definition of one with the same name)."""
-        self._client.hset(CATALOG, layout.name, json.dumps(layout.to_json()))
-        self._layouts[layout.name] = layout
+        record = {"row_schema": spec.row_schema, "indexed_columns": list(spec.indexed_columns)}
+        self._client.hset(CATALOG, spec.name, json.dumps(record))
+        self._specs[spec.name] = spec
 
-    def layout(self, collection: str) -> Layout:
+    def spec(self, collection: str) -> CollectionSpec:
         """The definition of ``collection``.
 
         Raises:
             UnknownCollectionError: when no such collection was created.
         """
-        if collection not in self._layouts:
+        if collection not in self._specs:
             raw = self._client.hget(CATALOG, collection)
             if raw is None:
+                known = ", ".join(self.collections()) or "none"
                 raise UnknownCollectionError(
-                    f"unknown collection {collection!r}; known: {', '.join(self.collections())}",
-                    collection=collection,
+                    f"unknown collection {collection!r}; known: {known}", collection=collection
                 )
-            self._layouts[collection] = Layout.from_json(json.loads(raw))
-        return self._layouts[collection]
+            record = json.loads(raw)
+            self._specs[collection] = CollectionSpec(
+                collection, record["row_schema"], tuple(record["indexed_columns"])
+            )
+        return self._specs[collection]
+
+    def specs(self) -> dict[str, CollectionSpec]:
+        """Every collection's definition, by name."""
+        return {name: self.spec(name) for name in self.collections()}
 
     def collections(self) -> list[str]:
         """Names of all collections, sorted."""
@@ -109,7 +120,7 @@ class RedisStore:
         for start in range(0, len(doomed), 1000):
             self._client.delete(*doomed[start : start + 1000])
         self._client.hdel(CATALOG, collection)
-        self._layouts.pop(collection, None)
+        self._specs.pop(collection, None)
 
     # Writes
 
@@ -129,11 +140,11 @@ class RedisStore:
         Returns:
             Counters of what was done (requests, updates, retractions, fused_appends, ...).
         """
-        layout = self.layout(collection)
+        spec = self.spec(collection)
         keys = CollectionKeys(collection)
         totals: dict[str, int] = {}
         for chunk in chunk_ops(ops, self._chunk_updates):
-            payload = script_payload(chunk, layout.indexed_positions, layout.double_positions)
+            payload = script_payload(chunk, spec)
             try:
                 reply = self._apply(
                     keys=keys.script_keys(),
@@ -150,27 +161,50 @@ class RedisStore:
                 totals[name.decode()] = totals.get(name.decode(), 0) + int(value)
         return totals
 
+    def apply_requests(
+        self, topic: str, partition: int, requests: Sequence[OffsetRequest]
+    ) -> dict[str, dict[str, int]]:
+        """Applies one partition's requests (offset order) exactly once; counters per collection.
+
+        Appends between deletes are merged and consolidated; requests a previous run
+        applied are left out. Control requests other than ``ReplicaRemoved`` (which fences
+        every collection) do not touch collections.
+
+        Raises:
+            UnknownCollectionError: for a request naming a collection nobody created.
+        """
+        if any(isinstance(request, ReplicaRemoved) for _, request in requests):
+            specs = self.specs()
+        else:
+            named = {c for _, r in requests if (c := collection_of(r)) is not None}
+            specs = {name: self.spec(name) for name in named}
+        applied = {name: self.applied_offset(name, topic, partition) for name in specs}
+        planned = plan_ops(requests, specs, applied)
+        return {name: self.apply(name, topic, partition, ops) for name, ops in planned.items()}
+
     # Reads
 
-    def snapshot(
-        self,
-        collection: str,
-        index_keys: Sequence[str] | None = None,
-        residual: LuaFilter | None = None,
-    ) -> Snapshot:
-        """The rows (optionally filtered) at the collection's latest readable time."""
+    def snapshot(self, collection: str, where: Filter | None = None) -> Snapshot:
+        """The rows (optionally those matching ``where``) at the latest readable time.
+
+        Raises:
+            UnknownCollectionError: when there is no such collection.
+            FilterError: when ``where`` does not fit the collection's columns.
+        """
         keys = CollectionKeys(collection)
-        self.layout(collection)
-        if index_keys is None and residual is None:
+        spec = self.spec(collection)
+        if where is None:
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.get(keys.time)
                 pipe.hgetall(keys.contents)
                 time, contents = pipe.execute()
             rows = {decode_row(row): int(m) for row, m in contents.items()}
             return Snapshot(rows, int(time or 0))
+        validate(where, spec)
+        index_keys, residual = filter_query(where, spec)
         query: dict[str, Any] = {}
         if index_keys is not None:
-            query["x"] = list(index_keys)
+            query["x"] = index_keys
         if residual is not None:
             query["f"] = residual
         reply = self._read(
@@ -181,7 +215,7 @@ class RedisStore:
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
         """Changes at times ``>= since`` still in the log, oldest first."""
-        self.layout(collection)
+        self.spec(collection)
         log = CollectionKeys(collection).log
         entries = cast(_StreamEntries, self._client.xrange(log, min=f"{since}-0", count=limit))
         return [

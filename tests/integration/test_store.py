@@ -8,12 +8,29 @@ from collections.abc import Iterator
 import pytest
 import redis as redis_lib
 
-from collection_manager.errors import StorageError, UnknownCollectionError
-from collection_manager.storage.layout import Column, Layout
+from collection_manager.errors import FilterError, StorageError, UnknownCollectionError
+from collection_manager.filters import and_, eq, ge, in_, prefix
+from collection_manager.planning import SourceUpdates
+from collection_manager.specs import CollectionSpec
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore
 
-COLUMNS = (Column("replica_id", "string"), Column("worker_id", "long"), Column("cpu", "double"))
+ROW_SCHEMA = {
+    "type": "record",
+    "name": "metrics",
+    "fields": [
+        {"name": "replica_id", "type": "string"},
+        {"name": "worker_id", "type": "long"},
+        {"name": "cpu", "type": ["null", "double"]},
+    ],
+}
+
+
+def append(
+    first: int, last: int, replica: str, epoch: int, updates: list[tuple[tuple[object, ...], int]]
+) -> AppendOp:
+    part = SourceUpdates(replica, epoch, None, None, tuple(updates), last - first + 1)
+    return AppendOp(first, last, [part])
 
 
 @pytest.fixture
@@ -23,7 +40,7 @@ def store(redis: redis_lib.Redis) -> RedisStore:
 
 @pytest.fixture
 def collection(store: RedisStore, unique: str) -> Iterator[str]:
-    store.create_collection(Layout(unique, COLUMNS, ("replica_id",)))
+    store.create_collection(CollectionSpec(unique, ROW_SCHEMA, ("replica_id",)))
     yield unique
     store.drop_collection(unique)
 
@@ -42,8 +59,8 @@ def test_unknown_collection_is_named(store: RedisStore) -> None:
 
 
 def test_appends_consolidate_and_zero_rows_vanish(store: RedisStore, collection: str) -> None:
-    store.apply(collection, "t", 0, [AppendOp(0, 0, "r1", 1, [(("r1", 1, 2), 3)])])
-    store.apply(collection, "t", 0, [AppendOp(1, 1, "r1", 1, [(("r1", 1, 2.0), -3)])])
+    store.apply(collection, "t", 0, [append(0, 0, "r1", 1, [(("r1", 1, 2), 3)])])
+    store.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 1, 2.0), -3)])])
     snap = store.snapshot(collection)
     assert snap.rows == {}
     assert snap.as_of == 2
@@ -57,16 +74,17 @@ def test_a_replayed_group_changes_nothing(
     store: RedisStore, collection: str, redis: redis_lib.Redis
 ) -> None:
     group = [
-        AppendOp(0, 3, "r1", 1, rows_of("r1", 120)),
+        append(0, 3, "r1", 1, rows_of("r1", 120)),
         DeleteOp(4, ["replica_id:r1"], ["lt", 1, 10], ("r1", 1)),
-        AppendOp(5, 5, "r1", 1, rows_of("r1", 3, cpu=9.0)),
-        AppendOp(6, 6, "r2", 1, rows_of("r2", 5)),
+        append(5, 5, "r1", 1, rows_of("r1", 3, cpu=9.0)),
+        append(6, 6, "r2", 1, rows_of("r2", 5)),
     ]
     first = store.apply(collection, "t", 0, group)
     before = (store.snapshot(collection), store.tail(collection), store.stats(collection))
     again = store.apply(collection, "t", 0, group)
     after = (store.snapshot(collection), store.tail(collection), store.stats(collection))
-    assert first["requests"] == 4 and first["fused_appends"] == 1
+    assert first["requests"] == 7 and first["steps"] == 4  # the first op merges 4 appends
+    assert first["fused_appends"] == 1
     assert again["requests"] == 0 and again["replays_skipped"] == 4
     assert after[:2] == before[:2]
     assert store.applied_offset(collection, "t", 0) == 6
@@ -75,9 +93,9 @@ def test_a_replayed_group_changes_nothing(
 def test_a_replay_that_straddles_the_watermark_is_refused(
     store: RedisStore, collection: str
 ) -> None:
-    store.apply(collection, "t", 0, [AppendOp(0, 5, "r1", 1, rows_of("r1", 2))])
+    store.apply(collection, "t", 0, [append(0, 5, "r1", 1, rows_of("r1", 2))])
     with pytest.raises(StorageError, match="straddles the applied offset 5"):
-        store.apply(collection, "t", 0, [AppendOp(3, 8, "r1", 1, rows_of("r1", 2))])
+        store.apply(collection, "t", 0, [append(3, 8, "r1", 1, rows_of("r1", 2))])
     assert store.snapshot(collection).rows == dict(rows_of("r1", 2))
 
 
@@ -85,7 +103,7 @@ def test_indexed_delete_touches_only_matching_rows(
     store: RedisStore, collection: str, redis: redis_lib.Redis
 ) -> None:
     for i, replica in enumerate(["r1", "r2", "r3", "r4"]):
-        store.apply(collection, "t", 0, [AppendOp(i, i, replica, 1, rows_of(replica, 500))])
+        store.apply(collection, "t", 0, [append(i, i, replica, 1, rows_of(replica, 500))])
     before = command_calls(redis)
     counts = store.apply(collection, "t", 0, [DeleteOp(9, ["replica_id:r2"], None)])
     after = command_calls(redis)
@@ -104,16 +122,23 @@ def test_scan_delete_and_filtered_snapshots_agree(store: RedisStore, collection:
         collection,
         "t",
         1,
-        [AppendOp(0, 0, "r1", 1, rows_of("r1", 20)), AppendOp(1, 1, "r2", 1, rows_of("r2", 20))],
+        [append(0, 0, "r1", 1, rows_of("r1", 20)), append(1, 1, "r2", 1, rows_of("r2", 20))],
     )
-    by_index = store.snapshot(collection, ["replica_id:r2"], ["ge", 1, 15])
-    by_scan = store.snapshot(collection, None, ["and", ["eq", 0, "r2"], ["ge", 1, 15]])
+    by_index = store.snapshot(collection, and_(eq("replica_id", "r2"), ge("worker_id", 15)))
+    by_scan = store.snapshot(collection, and_(prefix("replica_id", "r2"), ge("worker_id", 15)))
     assert by_index == by_scan
     assert sorted(by_index.rows) == [("r2", w, 0.5) for w in range(15, 20)]
     store.apply(collection, "t", 1, [DeleteOp(2, None, ["or", ["lt", 1, 5], ["is_null", 2]])])
     assert sorted(store.snapshot(collection).rows) == sorted(
         [("r1", w, 0.5) for w in range(5, 20)] + [("r2", w, 0.5) for w in range(5, 20)]
     )
+
+
+def test_an_invalid_read_filter_is_named(store: RedisStore, collection: str) -> None:
+    with pytest.raises(FilterError, match="nope"):
+        store.snapshot(collection, eq("nope", 1))
+    with pytest.raises(FilterError, match="worker_id"):
+        store.snapshot(collection, in_("worker_id", ["x"]))
 
 
 def test_a_concurrent_reader_never_sees_half_a_request(
@@ -138,7 +163,7 @@ def test_a_concurrent_reader_never_sees_half_a_request(
             updates = [(("r1", w, float(k)), 1) for w in range(size)]
             if k:
                 updates += [(("r1", w, float(k - 1)), -1) for w in range(size)]
-            store.apply(collection, "t", 0, [AppendOp(k, k, "r1", 1, updates)])
+            store.apply(collection, "t", 0, [append(k, k, "r1", 1, updates)])
     finally:
         done.set()
         thread.join()

@@ -1,0 +1,79 @@
+"""From requests in Kafka offset order to the store operations of each collection.
+
+Pure: the consumer (and the tests) hand it one partition's decoded, validated requests
+with their offsets and the collections' applied-offset watermarks; it returns, per
+collection, the operations still to apply, with appends merged between deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from collection_manager.filters import Filter, index_lookup
+from collection_manager.planning import AppendGroup, DeleteStep, plan_groups
+from collection_manager.requests import Append, Delete, ReplicaRemoved, Request
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.lua_filter import LuaFilter, to_lua
+from collection_manager.storage.ops import AppendOp, DeleteOp, FenceOp, Op
+from collection_manager.storage.rows import index_value
+
+OffsetRequest = tuple[int, Request]
+
+
+def filter_query(node: Filter, spec: CollectionSpec) -> tuple[list[str] | None, LuaFilter | None]:
+    """Index keys and residual answering ``node``, or ``(None, filter)`` for a scan."""
+    lookup = index_lookup(node, spec.indexed_columns)
+    if lookup is None:
+        return None, to_lua(node, spec.column_names)
+    keys = [f"{column}:{index_value(value)}" for column, value in lookup.keys]
+    residual = None if lookup.residual is None else to_lua(lookup.residual, spec.column_names)
+    return keys, residual
+
+
+def _delete_op(offset: int, request: Delete, spec: CollectionSpec) -> DeleteOp:
+    keys, residual = filter_query(request.filter, spec)
+    fence = None if request.fence is None else (request.fence.replica_id, request.fence.epoch)
+    return DeleteOp(offset, keys, residual, fence)
+
+
+def _relevant(request: Request, collection: str) -> bool:
+    if isinstance(request, Append | Delete):
+        return request.collection == collection
+    return isinstance(request, ReplicaRemoved)  # fences every collection
+
+
+def collection_ops(
+    requests: Sequence[OffsetRequest], spec: CollectionSpec, applied: int
+) -> list[Op]:
+    """The operations of ``spec``'s collection for the requests after offset ``applied``."""
+    mine = [(o, r) for o, r in requests if o > applied and _relevant(r, spec.name)]
+    offsets = [offset for offset, _ in mine]
+    ops: list[Op] = []
+    for step in plan_groups([request for _, request in mine]):
+        if isinstance(step, AppendGroup):
+            ops.append(AppendOp(offsets[step.first_index], offsets[step.last_index], step.parts))
+        elif isinstance(step, DeleteStep):
+            ops.append(_delete_op(offsets[step.index], step.request, spec))
+        else:
+            removed = step.request
+            assert isinstance(removed, ReplicaRemoved)
+            ops.append(FenceOp(offsets[step.index], removed.replica_id, removed.epoch))
+    return ops
+
+
+def plan_ops(
+    requests: Sequence[OffsetRequest],
+    specs: Mapping[str, CollectionSpec],
+    applied: Mapping[str, int],
+) -> dict[str, list[Op]]:
+    """Per collection of ``specs``, the operations still to apply (empty lists left out).
+
+    Args:
+        requests: one partition's requests in offset order, validated against ``specs``.
+        specs: the collections to plan for (``ReplicaRemoved`` fences each of them).
+        applied: per collection, the highest offset of this partition already applied.
+    """
+    planned = {
+        name: collection_ops(requests, spec, applied.get(name, -1)) for name, spec in specs.items()
+    }
+    return {name: ops for name, ops in planned.items() if ops}
