@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -213,7 +213,12 @@ class KafkaProducer:
         return self._outcomes.snapshot()
 
     def produce(
-        self, topic: str, key: bytes, value: bytes, on_delivery: DeliveryCallback | None = None
+        self,
+        topic: str,
+        key: bytes,
+        value: bytes,
+        on_delivery: DeliveryCallback | None = None,
+        headers: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Queues one message, then serves delivery reports.
 
@@ -225,6 +230,7 @@ class KafkaProducer:
             key: message key (the collection id: one collection, one partition).
             value: encoded request.
             on_delivery: called with ``(err, msg)`` after the outcome was counted.
+            headers: message headers (the dead-letter path carries its context in them).
 
         Raises:
             Cancelled: the producer was purged; it accepts no more messages.
@@ -235,7 +241,7 @@ class KafkaProducer:
         for _attempt in range(self.config.buffer_full_retries + 1):
             with self._lock:
                 producer = self._check_usable(topic)
-                queued = self._try_produce(producer, topic, key, value, callback)
+                queued = self._try_produce(producer, topic, key, value, callback, headers)
             # Outside the lock: a delivery callback may itself produce.
             if queued:
                 producer.poll(0)
@@ -244,10 +250,18 @@ class KafkaProducer:
         raise ProducerQueueFullError(topic, len(producer), self.config.buffer_full_retries)
 
     def _try_produce(
-        self, producer: Producer, topic: str, key: bytes, value: bytes, callback: DeliveryCallback
+        self,
+        producer: Producer,
+        topic: str,
+        key: bytes,
+        value: bytes,
+        callback: DeliveryCallback,
+        headers: Sequence[tuple[str, bytes]],
     ) -> bool:
         try:
-            producer.produce(topic, value=value, key=key, on_delivery=callback)
+            producer.produce(
+                topic, value=value, key=key, on_delivery=callback, headers=list(headers) or None
+            )
         except BufferError:
             return False
         except KafkaException as exc:

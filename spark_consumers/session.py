@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,9 +65,18 @@ def build_spark_session(spark: SparkConfig, infra: InfraConfig, app_name: str) -
     require_java()
     _check_pyspark_version()
     jars = ",".join(str(jar) for jar in connector_jars(infra))
+    # Python workers must run the interpreter that has this project installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(spark.spark_master)
+    if spark.spark_master.startswith("local"):
+        # A local Spark binds to the host's first interface unless told otherwise; keep
+        # all of its traffic (driver, block manager, Python workers) on loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
     session = (
-        SparkSession.builder.master(spark.spark_master)
-        .appName(app_name)
+        builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
         .config("spark.ui.enabled", "false")

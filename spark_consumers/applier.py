@@ -1,0 +1,187 @@
+"""The executor side: apply one Kafka partition's requests, in offset order, to Redis.
+
+``PartitionApplier`` is the function ``mapInPandas`` runs on each input partition (one
+Kafka partition, offsets ascending). It decodes the records, sends bad ones to the
+dead-letter topic, applies the rest through the store's atomic, idempotent apply, and
+yields one summary row per collection touched for the driver's metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from collection_manager.config import ConsumerConfig
+from collection_manager.storage.store import RedisStore
+from producers.kafka_producer import KafkaProducer, ProducerConfig
+from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+COUNTERS = (
+    "requests",
+    "steps",
+    "updates",
+    "retractions",
+    "fused_appends",
+    "invalid_retractions",
+    "fenced_invalid_retractions",
+    "replays_skipped",
+)
+SUMMARY_SCHEMA = ", ".join(
+    [
+        "partition int",
+        "collection string",
+        *(f"{c} long" for c in COUNTERS),
+        "dead_letters long",
+        "control long",
+        "last_offset long",
+    ]
+)
+_DEAD_LETTERS = ""  # the summary row of a partition's dead letters and control requests
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorSettings:
+    """What the executors need; shipped to them with the function, so plain values only."""
+
+    kafka_bootstrap: str
+    redis_url: str
+    dead_letter_topic: str
+    max_request_bytes: int
+    log_max_length: int
+
+    @classmethod
+    def of(cls, config: ConsumerConfig, bootstrap: str, redis_url: str) -> ExecutorSettings:
+        """The settings of a consumer configuration."""
+        return cls(
+            bootstrap,
+            redis_url,
+            config.dead_letter_topic,
+            config.max_request_bytes,
+            config.log_max_length,
+        )
+
+
+# One store and one dead-letter producer per Python worker process, reused across tasks
+# (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
+_stores: dict[ExecutorSettings, RedisStore] = {}
+_producers: dict[str, KafkaProducer] = {}
+
+
+def _store(settings: ExecutorSettings) -> RedisStore:
+    if settings not in _stores:
+        _stores[settings] = RedisStore.connect(
+            settings.redis_url, log_max_length=settings.log_max_length
+        )
+    return _stores[settings]
+
+
+def _dead_letter_producer(bootstrap: str) -> KafkaProducer:
+    if bootstrap not in _producers:
+        config = ProducerConfig(bootstrap, client_id="collection-manager-dead-letters")
+        _producers[bootstrap] = KafkaProducer(config)
+    return _producers[bootstrap]
+
+
+def send_dead_letters(producer: KafkaProducer, topic: str, dead: list[DeadLetter]) -> None:
+    """Publishes the original bytes with where they came from and why, then waits for acks.
+
+    Waiting makes the dead letters durable before the batch's offsets are committed; a
+    replayed batch may publish them again (at least once).
+    """
+    for letter in dead:
+        record = letter.record
+        logger.warning(
+            "dead letter %s[%d]@%d: %s",
+            record.topic,
+            record.partition,
+            record.offset,
+            letter.reason,
+        )
+        headers = [
+            ("source.topic", record.topic.encode()),
+            ("source.partition", str(record.partition).encode()),
+            ("source.offset", str(record.offset).encode()),
+            ("error", letter.kind.encode()),
+            ("reason", letter.reason.encode()),
+        ]
+        producer.produce(topic, record.key or b"", record.value or b"", headers=headers)
+    if dead and producer.flush(30) > 0:
+        raise RuntimeError(f"dead letters to {topic} were not acknowledged in time")
+
+
+def _records(frame: pd.DataFrame) -> list[KafkaRecord]:
+    return [
+        KafkaRecord(
+            t, int(p), int(o), None if k is None else bytes(k), None if v is None else bytes(v)
+        )
+        for t, p, o, k, v in zip(
+            frame["topic"],
+            frame["partition"],
+            frame["offset"],
+            frame["key"],
+            frame["value"],
+            strict=True,
+        )
+    ]
+
+
+class PartitionApplier:
+    """The ``mapInPandas`` function of the consumer (picklable: it holds only settings)."""
+
+    def __init__(self, settings: ExecutorSettings) -> None:
+        self.settings = settings
+
+    def __call__(self, frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+
+        store = _store(self.settings)
+        for frame in frames:
+            if frame.empty:
+                continue
+            yield pd.DataFrame(self.apply(store, _records(frame)))
+
+    def apply(self, store: RedisStore, records: list[KafkaRecord]) -> list[dict[str, Any]]:
+        """Applies one chunk of a partition's records; returns its summary rows."""
+        topic, partition = records[0].topic, records[0].partition
+        decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
+        send_dead_letters(
+            _dead_letter_producer(self.settings.kafka_bootstrap),
+            self.settings.dead_letter_topic,
+            decoded.dead_letters,
+        )
+        counts = store.apply_requests(topic, partition, decoded.requests)
+        last = records[-1].offset
+        rows = [_summary(partition, name, c, last) for name, c in counts.items()]
+        control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))
+        rows.append(
+            _summary(
+                partition,
+                _DEAD_LETTERS,
+                {},
+                last,
+                dead_letters=len(decoded.dead_letters),
+                control=control,
+            )
+        )
+        return rows
+
+
+def _summary(
+    partition: int,
+    collection: str,
+    counts: dict[str, int],
+    last_offset: int,
+    dead_letters: int = 0,
+    control: int = 0,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"partition": partition, "collection": collection}
+    row.update({c: counts.get(c, 0) for c in COUNTERS})
+    row.update(dead_letters=dead_letters, control=control, last_offset=last_offset)
+    return row

@@ -1,0 +1,73 @@
+"""Turning one partition's Kafka records into valid requests and dead letters (pure).
+
+A record that does not decode, uses an unknown schema, is too large, names an unknown
+collection, holds a row that does not fit its schema or an invalid filter becomes a dead
+letter with a reason; the valid records around it keep their order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from collection_manager.errors import CollectionManagerError, SerializationError
+from collection_manager.requests import Request, validate_request
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.plan import OffsetRequest
+from schemas.codec import decode_request
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaRecord:
+    """One record of the request topic, as Spark's Kafka source delivers it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    """A record that could not be applied, with why (``kind`` is the error class name)."""
+
+    record: KafkaRecord
+    kind: str
+    reason: str
+
+
+@dataclasses.dataclass
+class Decoded:
+    """A partition's valid requests in offset order, and its dead letters."""
+
+    requests: list[OffsetRequest] = dataclasses.field(default_factory=list)
+    dead_letters: list[DeadLetter] = dataclasses.field(default_factory=list)
+
+
+def decode_record(
+    record: KafkaRecord, specs: Mapping[str, CollectionSpec], max_bytes: int
+) -> Request:
+    """The valid request of ``record``, checked against the catalog ``specs``.
+
+    Raises:
+        CollectionManagerError: a subclass naming what is wrong with the record.
+    """
+    if record.value is None:
+        raise SerializationError("a record without a value (a tombstone) is no request")
+    request = decode_request(record.value, max_bytes=max_bytes)
+    validate_request(request, specs)
+    return request
+
+
+def decode_records(
+    records: Iterable[KafkaRecord], specs: Mapping[str, CollectionSpec], max_bytes: int
+) -> Decoded:
+    """Decodes and validates records (one partition, offset order)."""
+    out = Decoded()
+    for record in records:
+        try:
+            out.requests.append((record.offset, decode_record(record, specs, max_bytes)))
+        except CollectionManagerError as exc:
+            out.dead_letters.append(DeadLetter(record, type(exc).__name__, str(exc)))
+    return out

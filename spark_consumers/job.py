@@ -1,0 +1,59 @@
+"""The streaming query: Spark's Kafka source -> per-partition ordered apply -> Redis.
+
+Each Kafka partition is one Spark input partition read in offset order. ``mapInPandas``
+keeps that partitioning (no shuffle), so the applier on the executors sees every
+partition's requests in order, applies them through the store's atomic, idempotent
+script, and returns one small summary row per collection; ``foreachBatch`` only collects
+those summaries (which runs the apply) and records metrics on the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from collection_manager.config import ConsumerConfig
+from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
+from spark_consumers.metrics import BatchMetrics, record_batch
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+logger = logging.getLogger(__name__)
+
+
+def kafka_stream(spark: SparkSession, config: ConsumerConfig, bootstrap: str) -> DataFrame:
+    """The request topic as a streaming DataFrame of (topic, partition, offset, key, value)."""
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", config.topic)
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
+    )
+    if config.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", config.max_offsets_per_trigger)
+    return reader.load().select("topic", "partition", "offset", "key", "value")
+
+
+def start_consumer(
+    spark: SparkSession, config: ConsumerConfig, bootstrap: str, redis_url: str
+) -> StreamingQuery:
+    """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists."""
+    settings = ExecutorSettings.of(config, bootstrap, redis_url)
+    applied = kafka_stream(spark, config, bootstrap).mapInPandas(
+        PartitionApplier(settings), schema=SUMMARY_SCHEMA
+    )
+
+    def on_batch(summaries: DataFrame, batch_id: int) -> None:
+        rows: list[Any] = summaries.collect()  # runs the apply on the executors
+        record_batch(redis_url, BatchMetrics.of(batch_id, rows))
+
+    return (
+        applied.writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(config.checkpoint_dir))
+        .trigger(processingTime=f"{config.trigger_interval_ms} milliseconds")
+        .queryName("collection-manager-consumer")
+        .start()
+    )

@@ -1,0 +1,82 @@
+"""Per-batch metrics of the consumer: aggregated on the driver, logged, kept in Redis.
+
+Per-collection totals already accumulate in each collection's stats hash (written by the
+apply script in the same step as the data); this adds what only the consumer knows: the
+batch, its dead letters and control requests, and the last offset per partition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+import redis
+
+from spark_consumers.applier import COUNTERS
+
+logger = logging.getLogger(__name__)
+
+CONSUMER_KEY = "cm:consumer"
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchMetrics:
+    """What one micro-batch did."""
+
+    batch_id: int
+    collections: dict[str, dict[str, int]]
+    dead_letters: int
+    control: int
+    last_offsets: dict[int, int]
+
+    @classmethod
+    def of(cls, batch_id: int, rows: Iterable[Any]) -> BatchMetrics:
+        """Aggregates the applier's summary rows (Spark Rows or mappings)."""
+        collections: dict[str, dict[str, int]] = {}
+        dead = control = 0
+        offsets: dict[int, int] = {}
+        for row in rows:
+            values = row.asDict() if hasattr(row, "asDict") else dict(row)
+            partition = int(values["partition"])
+            offsets[partition] = max(offsets.get(partition, -1), int(values["last_offset"]))
+            dead += int(values["dead_letters"])
+            control += int(values["control"])
+            if values["collection"]:
+                totals = collections.setdefault(values["collection"], dict.fromkeys(COUNTERS, 0))
+                for counter in COUNTERS:
+                    totals[counter] += int(values[counter])
+        return cls(batch_id, collections, dead, control, offsets)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record."""
+        return dataclasses.asdict(self)
+
+
+@cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def record_batch(redis_url: str, metrics: BatchMetrics) -> None:
+    """Logs the batch and keeps it (and running totals) in Redis for ``status``."""
+    requests = sum(c["requests"] for c in metrics.collections.values())
+    logger.info(
+        "batch %d: %d requests, %d dead letters, %d control, offsets %s",
+        metrics.batch_id,
+        requests,
+        metrics.dead_letters,
+        metrics.control,
+        metrics.last_offsets,
+    )
+    record = dict(metrics.to_json(), recorded_at_ms=int(time.time() * 1000))
+    with _client(redis_url).pipeline(transaction=True) as pipe:
+        pipe.hset(CONSUMER_KEY, "last_batch", json.dumps(record))
+        pipe.hincrby(CONSUMER_KEY, "dead_letters", metrics.dead_letters)
+        pipe.hincrby(CONSUMER_KEY, "control_requests", metrics.control)
+        pipe.hincrby(CONSUMER_KEY, "batches", 1)
+        pipe.execute()

@@ -1,0 +1,135 @@
+"""The Spark consumer on real Kafka, Redis and Spark: ordered, exactly-once, dead letters."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collection_manager.config import ConsumerConfig
+from collection_manager.filters import eq
+from collection_manager.model import ModelStore
+from collection_manager.requests import Append, Delete, Fence, Request
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.store import RedisStore
+from schemas.codec import encode_request
+from schemas.introspection import introspection_specs
+from spark_consumers.job import start_consumer
+from tests.support import assert_eventually
+
+
+@pytest.fixture
+def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
+    store = RedisStore(redis)
+    made = [dataclasses.replace(s, name=f"{s.name}-{unique}") for s in introspection_specs()[:3]]
+    for spec in made:
+        store.create_collection(spec)
+    yield made
+    for spec in made:
+        store.drop_collection(spec.name)
+
+
+@pytest.fixture
+def consumer_config(topic: str, kafka: str, tmp_path: Path) -> ConsumerConfig:
+    dead = f"{topic}-dead"
+    admin = AdminClient({"bootstrap.servers": kafka})
+    admin.create_topics([NewTopic(dead, 1, 1)])[dead].result(30)
+    return ConsumerConfig(
+        topic=topic,
+        dead_letter_topic=dead,
+        checkpoint_dir=tmp_path / "checkpoint",
+        trigger_interval_ms=200,
+    )
+
+
+def _row(spec: CollectionSpec, replica: str, i: int) -> tuple[Any, ...]:
+    values = {"string": f"x{i}", "long": i, "double": i / 2, "boolean": i % 2 == 0}
+    return (replica, *(values[c.type] for c in spec.columns[1:]))
+
+
+def _stream(specs: list[CollectionSpec]) -> list[Request]:
+    requests: list[Request] = []
+    for i in range(30):
+        spec = specs[i % len(specs)]
+        replica = f"r{i % 3}"
+        updates = ((_row(spec, replica, i), 1), (_row(spec, replica, i + 1), 2))
+        requests.append(Append(spec.name, replica, 1, updates, produced_at=0))
+        if i % 7 == 6:
+            requests.append(Append(spec.name, replica, 1, ((_row(spec, replica, i), -1),), 0))
+        if i == 20:
+            requests.append(Delete(spec.name, eq("replica_id", "r1"), "removed", Fence("r1", 1)))
+    return requests
+
+
+def _produce(kafka: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+    producer = Producer(
+        {"bootstrap.servers": kafka, "enable.idempotence": True, "partitioner": "murmur2_random"}
+    )
+    for key, value in messages:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0
+
+
+def _dead_letters(kafka: str, topic: str, expected: int) -> list[Any]:
+    consumer = Consumer(
+        {"bootstrap.servers": kafka, "group.id": f"{topic}-check", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    seen: list[Any] = []
+
+    def arrived() -> None:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message)
+        assert len(seen) == expected
+
+    try:
+        assert_eventually(arrived, timeout=60, interval=0)
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_consumer_applies_in_order_and_dead_letters_bad_input(
+    spark: Any,
+    kafka: str,
+    redis: redis_lib.Redis,
+    endpoints: Any,
+    specs: list[CollectionSpec],
+    consumer_config: ConsumerConfig,
+) -> None:
+    requests = _stream(specs)
+    messages = [(r.collection.encode(), encode_request(r)) for r in requests]  # type: ignore[union-attr]
+    bad = [
+        (specs[0].name.encode(), b"garbage"),
+        (specs[1].name.encode(), b"\xc3\x01" + b"\x00" * 8 + b"body"),
+        (b"nope", encode_request(Append("nope", "r1", 1, ((("r1",), 1),), 0))),
+    ]
+    _produce(kafka, consumer_config.topic, messages[:10] + bad + messages[10:])
+
+    model = ModelStore(specs)
+    model.apply_all(requests)
+    store = RedisStore(redis)
+    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    try:
+
+        def applied() -> None:
+            if query.exception() is not None:
+                raise RuntimeError(f"the query failed: {query.exception()}")
+            for spec in specs:
+                assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+        assert store.fences(specs[0].name) == model.collection(specs[0].name).fences.as_dict()
+    finally:
+        query.stop()
+    dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=3)
+    reasons = sorted(dict(m.headers())["error"].decode() for m in dead)
+    assert reasons == ["SerializationError", "UnknownCollectionError", "UnknownSchemaError"]
+    assert sorted(m.value() for m in dead) == sorted(value for _, value in bad)
