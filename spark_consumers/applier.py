@@ -13,7 +13,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import redis
+
 from collection_manager.config import ConsumerConfig
+from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
 from producers.kafka_producer import KafkaProducer, ProducerConfig
 from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
@@ -72,6 +75,7 @@ class ExecutorSettings:
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
 _stores: dict[ExecutorSettings, RedisStore] = {}
 _producers: dict[str, KafkaProducer] = {}
+_replica_records: dict[str, ReplicaRecord] = {}
 
 
 def _store(settings: ExecutorSettings) -> RedisStore:
@@ -80,6 +84,14 @@ def _store(settings: ExecutorSettings) -> RedisStore:
             settings.redis_url, log_max_length=settings.log_max_length
         )
     return _stores[settings]
+
+
+def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
+    if settings.redis_url not in _replica_records:
+        _replica_records[settings.redis_url] = ReplicaRecord(
+            redis.Redis.from_url(settings.redis_url)
+        )
+    return _replica_records[settings.redis_url]
 
 
 def _dead_letter_producer(bootstrap: str) -> KafkaProducer:
