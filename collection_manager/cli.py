@@ -7,10 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from collection_manager.commands import infra
+from collection_manager.commands import collections, infra, pipeline
 from collection_manager.errors import CollectionManagerError
 
-SUBCOMMANDS = (infra,)
+SUBCOMMANDS = (infra, collections, pipeline)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -96,3 +96,7 @@ class OversizedRequestError(CollectionManagerError):
 
 class StorageError(CollectionManagerError):
     """The store refused or failed a write (nothing of the refused operation was written)."""
+
+
+class ConsumerError(CollectionManagerError):
+    """The consumer's streaming query stopped with an error."""

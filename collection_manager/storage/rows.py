@@ -11,8 +11,7 @@ import json
 from collections.abc import Sequence
 
 from collection_manager.errors import SchemaError
-
-Row = tuple[object, ...]
+from collection_manager.specs import Row
 
 
 def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset()) -> str:

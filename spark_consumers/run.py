@@ -1,0 +1,78 @@
+"""Running the consumer as a process: start, watch, stop cleanly on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from collection_manager.config import ConsumerConfig, SparkConfig
+from collection_manager.errors import ConsumerError
+from collection_manager.storage.store import RedisStore
+from schemas.introspection import introspection_specs
+from spark_consumers.job import start_consumer
+from spark_consumers.session import build_spark_session
+
+logger = logging.getLogger(__name__)
+
+
+def ensure_introspection_collections(store: RedisStore) -> None:
+    """Creates the built-in introspection collections that do not exist yet."""
+    existing = set(store.collections())
+    for spec in introspection_specs():
+        if spec.name not in existing:
+            store.create_collection(spec)
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` instead of killing the process mid-batch."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        logger.info("signal %d: stopping after the current request group", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def watch(query: Any, stop: threading.Event, duration_s: float | None = None) -> None:
+    """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
+
+    Stopping interrupts the running micro-batch between two atomic store calls: what was
+    applied is recorded in the watermarks, and the restarted query replays the rest.
+
+    Raises:
+        ConsumerError: when the query stopped with an error.
+    """
+    deadline = None if duration_s is None else time.monotonic() + duration_s
+    try:
+        while not stop.is_set() and query.isActive:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            query.awaitTermination(0.5)
+    finally:
+        query.stop()
+    if query.exception() is not None:
+        raise ConsumerError(f"the consumer's streaming query failed: {query.exception()}")
+
+
+def run_consumer(
+    config: ConsumerConfig,
+    spark_config: SparkConfig,
+    infra_config: Any,
+    endpoints: Any,
+    duration_s: float | None = None,
+) -> None:
+    """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``)."""
+    ensure_introspection_collections(RedisStore.connect(endpoints.redis_url))
+    spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
+    stop = threading.Event()
+    stop_on_signals(stop)
+    query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
+    logger.info(
+        "consuming %s from %s into %s", config.topic, endpoints.kafka_bootstrap, endpoints.redis_url
+    )
+    watch(query, stop, duration_s)
