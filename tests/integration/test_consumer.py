@@ -133,3 +133,36 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
     reasons = sorted(dict(m.headers())["error"].decode() for m in dead)
     assert reasons == ["SerializationError", "UnknownCollectionError", "UnknownSchemaError"]
     assert sorted(m.value() for m in dead) == sorted(value for _, value in bad)
+
+
+def test_appends_in_flight_behind_a_fence_never_appear(
+    spark: Any,
+    kafka: str,
+    redis: redis_lib.Redis,
+    endpoints: Any,
+    specs: list[CollectionSpec],
+    consumer_config: ConsumerConfig,
+) -> None:
+    spec = specs[0]
+    early = [Append(spec.name, "r1", 1, ((_row(spec, "r1", i), 1),), 0) for i in range(50)]
+    fence = Delete(spec.name, eq("replica_id", "r1"), "replica removed", Fence("r1", 1))
+    # Sent by the removed replica before it learned it was removed: behind the fence.
+    late = [Append(spec.name, "r1", 1, ((_row(spec, "r1", 100 + i), 1),), 0) for i in range(50)]
+    readded = [Append(spec.name, "r1", 2, ((_row(spec, "r1", 200 + i), 1),), 0) for i in range(5)]
+    stream: list[Request] = [*early, fence, *late, *readded]
+    _produce(
+        kafka, consumer_config.topic, [(spec.name.encode(), encode_request(r)) for r in stream]
+    )
+    store = RedisStore(redis)
+    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    try:
+
+        def applied() -> None:
+            assert store.stats(spec.name).get("requests", 0) == len(stream)
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+    finally:
+        query.stop()
+    rows = store.snapshot(spec.name).rows
+    assert rows == {_row(spec, "r1", 200 + i): 1 for i in range(5)}  # only the new epoch
+    assert store.stats(spec.name)["fused_appends"] == len(late)

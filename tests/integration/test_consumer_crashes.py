@@ -1,0 +1,175 @@
+"""The consumer killed at random points: nothing lost, nothing applied twice.
+
+Three producers interleave appends and deletes over three collections on a 4-partition
+topic while the consumer process group is SIGKILLed (JVM and Python workers with it) five
+times and restarted from its checkpoint. The final Redis state must equal the model fed
+with the requests in the order Kafka holds them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from confluent_kafka import Consumer, TopicPartition
+
+from collection_manager.filters import eq, lt
+from collection_manager.model import ModelStore
+from collection_manager.requests import Append, Delete, Request
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.store import RedisStore
+from producers.kafka_producer import KafkaProducer, ProducerConfig
+from schemas.codec import decode_request, encode_request
+from schemas.introspection import introspection_spec
+from tests.support import assert_eventually
+
+KILLS = 5
+
+
+@pytest.fixture
+def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
+    store = RedisStore(redis)
+    names = ("compute_frontiers", "error_counts", "replica_metrics")
+    made = [dataclasses.replace(introspection_spec(n), name=f"{n}-{unique}") for n in names]
+    for spec in made:
+        store.create_collection(spec)
+    yield made
+    for spec in made:
+        store.drop_collection(spec.name)
+
+
+def _random_request(spec: CollectionSpec, rng: random.Random, producer: int) -> Request:
+    replica = f"r{producer}"
+    if rng.random() < 0.1:
+        where = eq("replica_id", replica) if rng.random() < 0.5 else lt(spec.column_names[-1], 5)
+        return Delete(spec.name, where, "test")
+    kinds = {
+        "string": lambda: f"s{rng.randrange(4)}",
+        "long": lambda: rng.randrange(10),
+        "double": lambda: rng.randrange(10) / 4,
+    }
+    updates = tuple(
+        ((replica, *(kinds[c.type]() for c in spec.columns[1:])), rng.choice((1, 1, 2, -1)))
+        for _ in range(rng.randrange(1, 20))
+    )
+    return Append(spec.name, replica, 1, updates, produced_at=0)
+
+
+def _produce(
+    kafka: str, topic: str, specs: list[CollectionSpec], producer: int, stop: threading.Event
+) -> None:
+    rng = random.Random(producer)
+    out = KafkaProducer(ProducerConfig(kafka, client_id=f"test-{producer}", linger_ms=20))
+    while not stop.wait(0.002):
+        request = _random_request(rng.choice(specs), rng, producer)
+        out.produce(topic, request.collection.encode(), encode_request(request))  # type: ignore[union-attr]
+    assert out.close(30) == 0
+
+
+def _in_kafka_order(kafka: str, topic: str) -> list[Request]:
+    """Every request of ``topic``, partition by partition in offset order."""
+    consumer = Consumer(
+        {"bootstrap.servers": kafka, "group.id": f"{topic}-read", "enable.auto.commit": False}
+    )
+    requests: list[Request] = []
+    try:
+        for partition in range(4):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)
+            consumer.assign([TopicPartition(topic, partition, low)])
+            while low < high:
+                message = consumer.poll(5)
+                assert message is not None and message.error() is None
+                requests.append(decode_request(message.value()))
+                low = message.offset() + 1
+    finally:
+        consumer.close()
+    return requests
+
+
+def _start_consumer(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "collection_manager.cli", "consume"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    # The whole group: the Spark JVM and its Python workers die with the driver.
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+
+
+def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
+    kafka: str,
+    endpoints: Any,
+    redis: redis_lib.Redis,
+    topic: str,
+    tmp_path: Path,
+    specs: list[CollectionSpec],
+) -> None:
+    env = dict(
+        os.environ,
+        CM_KAFKA_BOOTSTRAP=kafka,
+        CM_REDIS_URL=endpoints.redis_url,
+        CM_TOPIC=topic,
+        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
+        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
+        CM_TRIGGER_INTERVAL_MS="200",
+        CM_SPARK_MASTER="local[2]",
+    )
+    store, stop, rng = RedisStore(redis), threading.Event(), random.Random(7)
+    producers = [
+        threading.Thread(target=_produce, args=(kafka, topic, specs, p, stop)) for p in range(3)
+    ]
+    for thread in producers:
+        thread.start()
+    applied = [0]
+
+    def applying() -> None:
+        # Passes once the consumer applied requests since the last check: it is running.
+        total = sum(store.stats(spec.name).get("requests", 0) for spec in specs)
+        assert total > applied[0]
+        applied[0] = total
+
+    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    try:
+        for _ in range(KILLS):
+            # Kill once it is applying: some batches done, more in flight.
+            assert_eventually(applying, timeout=120)
+            threading.Event().wait(rng.uniform(0.5, 4.0))
+            _kill(consumer)
+            consumer = _start_consumer(env, tmp_path / "consumer.log")
+        stop.set()
+        for thread in producers:
+            thread.join(60)
+        model = ModelStore(specs)
+        model.apply_all(_in_kafka_order(kafka, topic))
+
+        def caught_up() -> None:
+            assert consumer.poll() is None, (tmp_path / "consumer.log").read_text()[-3000:]
+            for spec in specs:
+                assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+
+        assert_eventually(caught_up, timeout=180, interval=1)
+        for spec in specs:
+            counters = store.stats(spec.name)
+            assert counters["requests"] == model.collection(spec.name).counters.requests
+            assert counters["retractions"] == model.collection(spec.name).counters.retractions
+    finally:
+        stop.set()
+        if consumer.poll() is None:
+            _kill(consumer)
