@@ -17,11 +17,10 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.keys import CONSUMER
 from spark_consumers.applier import COUNTERS
 
 logger = logging.getLogger(__name__)
-
-CONSUMER_KEY = "cm:consumer"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +74,52 @@ def record_batch(redis_url: str, metrics: BatchMetrics) -> None:
     )
     record = dict(metrics.to_json(), recorded_at_ms=int(time.time() * 1000))
     with _client(redis_url).pipeline(transaction=True) as pipe:
-        pipe.hset(CONSUMER_KEY, "last_batch", json.dumps(record))
-        pipe.hincrby(CONSUMER_KEY, "dead_letters", metrics.dead_letters)
-        pipe.hincrby(CONSUMER_KEY, "control_requests", metrics.control)
-        pipe.hincrby(CONSUMER_KEY, "batches", 1)
+        pipe.hset(CONSUMER, "last_batch", json.dumps(record))
+        pipe.hincrby(CONSUMER, "dead_letters", metrics.dead_letters)
+        pipe.hincrby(CONSUMER, "control_requests", metrics.control)
+        pipe.hincrby(CONSUMER, "batches", 1)
         pipe.execute()
+
+
+def partition_lag(progress: dict[str, Any]) -> dict[str, int]:
+    """Kafka lag per ``topic:partition`` from a StreamingQueryProgress (as a dict).
+
+    The Kafka source reports, per batch, the offsets it read up to (``endOffset``) and the
+    latest offsets available (``latestOffset``); the difference is what is left to read.
+    """
+    lag: dict[str, int] = {}
+    for source in progress.get("sources", []):
+        end, latest = source.get("endOffset"), source.get("latestOffset")
+        if isinstance(end, str):
+            end = json.loads(end)
+        if isinstance(latest, str):
+            latest = json.loads(latest)
+        if not isinstance(end, dict) or not isinstance(latest, dict):
+            continue
+        for topic, partitions in latest.items():
+            for partition, offset in partitions.items():
+                read = end.get(topic, {}).get(partition, 0)
+                lag[f"{topic}:{partition}"] = max(0, int(offset) - int(read))
+    return lag
+
+
+def record_progress(redis_url: str, progress: dict[str, Any]) -> None:
+    """Logs a query progress and keeps its lag and rates in Redis for ``status``."""
+    lag = partition_lag(progress)
+    summary = {
+        "batch_id": progress.get("batchId"),
+        "input_rows": progress.get("numInputRows"),
+        "input_rows_per_s": progress.get("inputRowsPerSecond"),
+        "processed_rows_per_s": progress.get("processedRowsPerSecond"),
+        "duration_ms": progress.get("durationMs", {}).get("triggerExecution"),
+        "lag": lag,
+        "timestamp": progress.get("timestamp"),
+    }
+    logger.info(
+        "progress: batch %s, %s rows, %.0f rows/s, lag %d",
+        summary["batch_id"],
+        summary["input_rows"],
+        summary["processed_rows_per_s"] or 0.0,
+        sum(lag.values()),
+    )
+    _client(redis_url).hset(CONSUMER, "progress", json.dumps(summary))

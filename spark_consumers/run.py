@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import threading
@@ -14,6 +15,7 @@ from collection_manager.errors import ConsumerError
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer
+from spark_consumers.metrics import record_progress
 from spark_consumers.session import build_spark_session
 
 logger = logging.getLogger(__name__)
@@ -38,7 +40,16 @@ def stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def watch(query: Any, stop: threading.Event, duration_s: float | None = None) -> None:
+def _as_dict(progress: Any) -> dict[str, Any]:
+    # PySpark 4 returns a StreamingQueryProgress; its JSON is the stable, documented form.
+    if progress is None:
+        return {}
+    return dict(json.loads(progress.json)) if hasattr(progress, "json") else dict(progress)
+
+
+def watch(
+    query: Any, stop: threading.Event, duration_s: float | None = None, redis_url: str = ""
+) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
     Stopping interrupts the running micro-batch between two atomic store calls: what was
@@ -48,11 +59,16 @@ def watch(query: Any, stop: threading.Event, duration_s: float | None = None) ->
         ConsumerError: when the query stopped with an error.
     """
     deadline = None if duration_s is None else time.monotonic() + duration_s
+    last_batch = None
     try:
         while not stop.is_set() and query.isActive:
             if deadline is not None and time.monotonic() >= deadline:
                 break
             query.awaitTermination(0.5)
+            progress = _as_dict(query.lastProgress)
+            if redis_url and progress and progress.get("batchId") != last_batch:
+                last_batch = progress.get("batchId")
+                record_progress(redis_url, progress)
     finally:
         query.stop()
     if query.exception() is not None:
@@ -75,4 +91,4 @@ def run_consumer(
     logger.info(
         "consuming %s from %s into %s", config.topic, endpoints.kafka_bootstrap, endpoints.redis_url
     )
-    watch(query, stop, duration_s)
+    watch(query, stop, duration_s, endpoints.redis_url)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 CATALOG = "cm:catalog"
+# Hash of the consumer's own metrics: batches, dead letters, last batch, progress and lag.
+CONSUMER = "cm:consumer"
 
 
 @dataclasses.dataclass(frozen=True)

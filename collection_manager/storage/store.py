@@ -223,6 +223,15 @@ class RedisStore:
             for entry_id, fields in entries
         ]
 
+    def size(self, collection: str) -> tuple[int, int]:
+        """``(distinct rows, latest readable time)`` of ``collection``, read atomically."""
+        keys = CollectionKeys(collection)
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.hlen(keys.contents)
+            pipe.get(keys.time)
+            rows, time = pipe.execute()
+        return int(rows), int(time or 0)
+
     def fences(self, collection: str) -> dict[str, int]:
         """Replica id -> highest dead epoch, as recorded by deletes with a fence."""
         raw = self._client.hgetall(CollectionKeys(collection).fences)

@@ -173,3 +173,43 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
         stop.set()
         if consumer.poll() is None:
             _kill(consumer)
+
+
+def test_sigterm_stops_cleanly_and_progress_is_recorded(
+    kafka: str,
+    endpoints: Any,
+    redis: redis_lib.Redis,
+    topic: str,
+    tmp_path: Path,
+    specs: list[CollectionSpec],
+) -> None:
+    env = dict(
+        os.environ,
+        CM_KAFKA_BOOTSTRAP=kafka,
+        CM_REDIS_URL=endpoints.redis_url,
+        CM_TOPIC=topic,
+        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
+        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
+        CM_TRIGGER_INTERVAL_MS="200",
+    )
+    stop = threading.Event()
+    producer = threading.Thread(target=_produce, args=(kafka, topic, specs, 0, stop))
+    producer.start()
+    redis.hdel("cm:consumer", "progress")
+    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    try:
+
+        def progressing() -> None:
+            if consumer.poll() is not None:
+                raise RuntimeError((tmp_path / "consumer.log").read_text()[-3000:])
+            progress = redis.hget("cm:consumer", "progress")
+            assert progress is not None and f"{topic}:0" in progress.decode()
+
+        assert_eventually(progressing, timeout=120, interval=0.5)
+        consumer.send_signal(signal.SIGTERM)
+        assert consumer.wait(60) == 0, (tmp_path / "consumer.log").read_text()[-3000:]
+    finally:
+        stop.set()
+        producer.join(60)
+        if consumer.poll() is None:
+            _kill(consumer)
