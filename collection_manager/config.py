@@ -144,3 +144,8 @@ class ConsumerConfig:
     log_max_length: int = setting(
         1_000_000, "Approximate number of change-log entries kept per collection."
     )
+    expiration_offset_ms: int = setting(
+        0,
+        "Future retractions at or after start + this are not stored (rebuilt when the clock "
+        "gets there); 0 stores all of them.",
+    )

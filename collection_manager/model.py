@@ -38,6 +38,7 @@ from collection_manager.requests import (
     Update,
 )
 from collection_manager.specs import CollectionSpec, Row
+from collection_manager.validity import ValidityLedger
 
 __all__ = [
     "CollectionModel",
@@ -61,6 +62,7 @@ class Counters:
         updates: non-zero updates written by appends.
         retractions: rows retracted by deletes.
         fused_appends: appends dropped by the fuse.
+        scheduled_retractions: rows retracted because their ``valid_until`` passed.
         invalid_retractions: updates that left a row negative, replica not fenced.
         fenced_invalid_retractions: the same where the row's replica is fenced.
     """
@@ -70,6 +72,7 @@ class Counters:
     updates: int = 0
     retractions: int = 0
     fused_appends: int = 0
+    scheduled_retractions: int = 0
     invalid_retractions: int = 0
     fenced_invalid_retractions: int = 0
 
@@ -102,6 +105,7 @@ class CollectionModel:
         self.upper = 1
         self.log: list[LogEntry] = []
         self.counters = Counters()
+        self.validity = ValidityLedger()
 
     @property
     def latest_time(self) -> int:
@@ -130,31 +134,50 @@ class CollectionModel:
         return outcome
 
     def _append_updates(
-        self, time: int, replica: str, epoch: int, updates: Sequence[Update]
+        self,
+        time: int,
+        replica: str,
+        epoch: int,
+        updates: Sequence[Update],
+        valid_until: int | None,
     ) -> bool:
         if self.fences.is_fenced(replica, epoch):
             return False
         self.counters.updates += self._write(time, updates).written
+        if valid_until is not None:
+            self.validity.add(valid_until, updates)
         return True
 
     def append(self, request: Append) -> None:
         """Applies an append: dropped whole when its epoch is fenced."""
         time = self._tick(1)
-        if not self._append_updates(time, request.replica_id, request.epoch, request.updates):
+        if not self._append_updates(
+            time, request.replica_id, request.epoch, request.updates, request.valid_until
+        ):
             self.counters.fused_appends += 1
 
     def append_group(self, group: AppendGroup) -> None:
         """Applies merged appends at one time; the fuse decides per part."""
         time = self._tick(group.requests)
         for part in group.parts:
-            if not self._append_updates(time, part.replica_id, part.epoch, part.updates):
+            if not self._append_updates(
+                time, part.replica_id, part.epoch, part.updates, part.valid_until
+            ):
                 self.counters.fused_appends += part.requests
+
+    def retract_due(self, now_ms: int) -> None:
+        """Retracts, at one new time, every row whose ``valid_until`` is ``<= now_ms``."""
+        due = self.validity.due(now_ms)
+        if due:
+            self._write(self._tick(0), due)
+            self.counters.scheduled_retractions += len(due)
 
     def delete(self, request: Delete) -> None:
         """Retracts every matching row, then records the fence, if any."""
         time = self._tick(1)
         retractions = delete_retractions(self.state, request.filter, self.spec.column_names)
         self._write(time, retractions)
+        self.validity.drop(row for row, _ in retractions)
         self.counters.retractions += len(retractions)
         if request.fence is not None:
             self.fences.fence(request.fence.replica_id, request.fence.epoch)
@@ -222,6 +245,11 @@ class ModelStore:
                 collection.fences.fence(request.replica_id, request.epoch)
         else:
             self.membership.heartbeat(request.replica_id, request.epoch, request.sent_at)
+
+    def retract_due(self, now_ms: int) -> None:
+        """Applies the retractions due at ``now_ms`` in every collection."""
+        for collection in self.collections.values():
+            collection.retract_due(now_ms)
 
     def totals(self) -> Counters:
         """The counters summed over all collections."""

@@ -17,6 +17,7 @@ from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer
 from spark_consumers.metrics import record_progress
 from spark_consumers.session import build_spark_session
+from spark_consumers.validity import RetractionTimer
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,11 @@ def _as_dict(progress: Any) -> dict[str, Any]:
 
 
 def watch(
-    query: Any, stop: threading.Event, duration_s: float | None = None, redis_url: str = ""
+    query: Any,
+    stop: threading.Event,
+    duration_s: float | None = None,
+    redis_url: str = "",
+    timer: RetractionTimer | None = None,
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
@@ -65,6 +70,8 @@ def watch(
             if deadline is not None and time.monotonic() >= deadline:
                 break
             query.awaitTermination(0.5)
+            if timer is not None:
+                timer.tick()
             progress = _as_dict(query.lastProgress)
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
@@ -83,7 +90,10 @@ def run_consumer(
     duration_s: float | None = None,
 ) -> None:
     """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``)."""
-    ensure_introspection_collections(RedisStore.connect(endpoints.redis_url))
+    store = RedisStore.connect(endpoints.redis_url)
+    ensure_introspection_collections(store)
+    timer = RetractionTimer(store, config.expiration_offset_ms)
+    timer.start()
     spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
     stop = threading.Event()
     stop_on_signals(stop)
@@ -91,4 +101,4 @@ def run_consumer(
     logger.info(
         "consuming %s from %s into %s", config.topic, endpoints.kafka_bootstrap, endpoints.redis_url
     )
-    watch(query, stop, duration_s, endpoints.redis_url)
+    watch(query, stop, duration_s, endpoints.redis_url, timer)

@@ -58,6 +58,21 @@ class CollectionKeys:
         return f"{self._base}:stats"
 
     @property
+    def validity(self) -> str:
+        """Hash: row -> JSON ``{valid_until: diff}`` of its pending retractions (the ledger)."""
+        return f"{self._base}:validity"
+
+    @property
+    def schedule(self) -> str:
+        """Sorted set of ``valid_until|row`` by ``valid_until``: retractions kept ready."""
+        return f"{self._base}:schedule"
+
+    @property
+    def expiration(self) -> str:
+        """The expiration (ms): retractions at or after it are not scheduled."""
+        return f"{self._base}:expiration"
+
+    @property
     def index_prefix(self) -> str:
         """Prefix of the secondary index sets, ``<prefix><column>:<value>`` -> rows."""
         return f"{self._base}:idx:"
@@ -68,4 +83,14 @@ class CollectionKeys:
 
     def script_keys(self) -> list[str]:
         """The declared keys of the apply script, in its order."""
-        return [self.contents, self.log, self.time, self.fences, self.applied, self.stats]
+        return [
+            self.contents,
+            self.log,
+            self.time,
+            self.fences,
+            self.applied,
+            self.stats,
+            self.validity,
+            self.schedule,
+            self.expiration,
+        ]

@@ -67,17 +67,21 @@ def double_positions(spec: CollectionSpec) -> frozenset[int]:
     return frozenset(i for i, column in enumerate(spec.columns) if column.type == "double")
 
 
+def _part_json(part: SourceUpdates, doubles: frozenset[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "r": part.replica_id,
+        "e": part.epoch,
+        "n": part.requests,
+        "u": [[encode_row(row, doubles), diff] for row, diff in part.updates],
+    }
+    if part.valid_until is not None:  # a JSON null would be truthy in Lua
+        out["v"] = part.valid_until
+    return out
+
+
 def _op_json(op: Op, doubles: frozenset[int]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
-        parts = [
-            {
-                "r": p.replica_id,
-                "e": p.epoch,
-                "n": p.requests,
-                "u": [[encode_row(row, doubles), diff] for row, diff in p.updates],
-            }
-            for p in op.parts
-        ]
+        parts = [_part_json(p, doubles) for p in op.parts]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
     if isinstance(op, FenceOp):
         return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}

@@ -10,10 +10,26 @@ def _source(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text()
 
 
+def _collection_script(name: str) -> str:
+    return _source("filter.lua") + _source("collection.lua") + _source(name)
+
+
 @cache
 def apply_script() -> str:
     """Applies a chunk of planned operations to one collection (see apply.lua)."""
-    return _source("filter.lua") + _source("apply.lua")
+    return _collection_script("apply.lua")
+
+
+@cache
+def due_script() -> str:
+    """Applies the scheduled retractions that are due (see due.lua)."""
+    return _collection_script("due.lua")
+
+
+@cache
+def horizon_script() -> str:
+    """Sets the expiration and rebuilds the schedule for it (see horizon.lua)."""
+    return _collection_script("horizon.lua")
 
 
 @cache

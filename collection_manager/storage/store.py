@@ -18,7 +18,7 @@ from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.ops import Op, chunk_ops, script_payload
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops
 from collection_manager.storage.rows import Row, decode_row
-from collection_manager.storage.scripts import apply_script, read_script
+from collection_manager.storage.scripts import apply_script, due_script, horizon_script, read_script
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ class LogEntry:
     diff: int
 
 
+def _layout_payload(spec: CollectionSpec) -> str:
+    return script_payload([], spec)
+
+
 class RedisStore:
     """Storage collections in one Redis (or one Redis Cluster slot per collection).
 
@@ -64,6 +68,8 @@ class RedisStore:
         self._log_max_length = log_max_length
         self._chunk_updates = chunk_updates
         self._apply = client.register_script(apply_script())
+        self._due = client.register_script(due_script())
+        self._horizon = client.register_script(horizon_script())
         self._read = client.register_script(read_script())
         self._specs: dict[str, CollectionSpec] = {}
 
@@ -141,25 +147,49 @@ class RedisStore:
             Counters of what was done (requests, updates, retractions, fused_appends, ...).
         """
         spec = self.spec(collection)
-        keys = CollectionKeys(collection)
         totals: dict[str, int] = {}
         for chunk in chunk_ops(ops, self._chunk_updates):
-            payload = script_payload(chunk, spec)
-            try:
-                reply = self._apply(
-                    keys=keys.script_keys(),
-                    args=[keys.index_prefix, f"{topic}:{partition}", self._log_max_length, payload],
-                )
-            except redis.ResponseError as exc:
-                raise StorageError(
-                    f"applying to {collection} failed: {exc}",
-                    collection=collection,
-                    topic=topic,
-                    partition=partition,
-                ) from exc
-            for name, value in zip(reply[::2], reply[1::2], strict=True):
-                totals[name.decode()] = totals.get(name.decode(), 0) + int(value)
+            reply = self._run(
+                self._apply, spec, script_payload(chunk, spec), f"{topic}:{partition}"
+            )
+            for name, value in reply.items():
+                totals[name] = totals.get(name, 0) + value
         return totals
+
+    def _run(self, script: Any, spec: CollectionSpec, payload: str, argument: object) -> Any:
+        keys = CollectionKeys(spec.name)
+        args = [keys.index_prefix, self._log_max_length, payload, argument]
+        try:
+            reply = script(keys=keys.script_keys(), args=args)
+        except redis.ResponseError as exc:
+            raise StorageError(
+                f"writing to {spec.name} failed: {exc}", collection=spec.name
+            ) from exc
+        if isinstance(reply, list):
+            return {_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
+        return reply
+
+    def retract_due(self, collection: str, now_ms: int) -> dict[str, int]:
+        """Retracts, at one new time, the rows whose ``valid_until`` is ``<= now_ms``.
+
+        Idempotent: each scheduled retraction leaves the schedule as it is applied.
+        """
+        spec = self.spec(collection)
+        return dict(self._run(self._due, spec, _layout_payload(spec), now_ms))
+
+    def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
+        """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.
+
+        Retractions at or after the expiration are kept in the ledger, not the schedule;
+        call this again (with a later expiration) before the clock reaches it.
+        """
+        spec = self.spec(collection)
+        argument = "" if expiration_ms is None else expiration_ms
+        return int(self._run(self._horizon, spec, _layout_payload(spec), argument))
+
+    def scheduled(self, collection: str) -> int:
+        """How many future retractions the schedule holds."""
+        return int(self._client.zcard(CollectionKeys(collection).schedule))
 
     def apply_requests(
         self, topic: str, partition: int, requests: Sequence[OffsetRequest]

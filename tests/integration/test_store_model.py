@@ -21,6 +21,7 @@ COUNTERS = (
     "updates",
     "retractions",
     "fused_appends",
+    "scheduled_retractions",
     "invalid_retractions",
     "fenced_invalid_retractions",
 )

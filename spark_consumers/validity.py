@@ -1,0 +1,73 @@
+"""The driver's clock for temporal validity: due retractions and the expiration (§7).
+
+Scheduled retractions are applied on a timer, not per micro-batch, so they happen also
+when no input arrives. With an expiration offset, ``expiration = start + offset``: the
+store schedules only retractions before it. When the clock reaches it, the timer does
+what a restart would: it recomputes the expiration and rebuilds the schedule from the
+stored ledger, before applying anything due, so the output never differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from collection_manager.storage.store import RedisStore
+
+logger = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RetractionTimer:
+    """Applies due retractions in every collection and keeps the expiration ahead.
+
+    Args:
+        store: the collections.
+        expiration_offset_ms: 0 for no expiration, else how far ahead it lies.
+        clock: milliseconds since the Unix epoch (a parameter so tests can drive it).
+    """
+
+    def __init__(
+        self, store: RedisStore, expiration_offset_ms: int, clock: Callable[[], int] = _now_ms
+    ) -> None:
+        self.store = store
+        self.offset = expiration_offset_ms
+        self.clock = clock
+        self.expiration: int | None = None
+        self.prepared: set[str] = set()
+
+    def start(self) -> None:
+        """Computes the expiration and rebuilds every collection's schedule for it."""
+        now = self.clock()
+        self.expiration = now + self.offset if self.offset else None
+        self.prepared.clear()
+        self._prepare_new()
+        logger.info("expiration %s; schedules rebuilt", self.expiration or "off")
+
+    def _prepare_new(self) -> None:
+        # Collections created after start get the current expiration too.
+        for name in self.store.collections():
+            if name not in self.prepared:
+                kept = self.store.set_expiration(name, self.expiration)
+                logger.debug("%s: %d future retractions scheduled", name, kept)
+                self.prepared.add(name)
+
+    def tick(self) -> int:
+        """Applies what is due now; returns how many rows were retracted."""
+        now = self.clock()
+        if self.expiration is not None and now >= self.expiration:
+            logger.warning(
+                "the clock reached the expiration %d: recomputing it and "
+                "rebuilding the schedules, as a restart would",
+                self.expiration,
+            )
+            self.start()
+        self._prepare_new()
+        return sum(
+            self.store.retract_due(name, now).get("scheduled_retractions", 0)
+            for name in sorted(self.prepared)
+        )

@@ -1,0 +1,53 @@
+"""The driver's retraction timer on real Redis, with a clock the test moves."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+import redis as redis_lib
+
+from collection_manager.model import ModelStore
+from collection_manager.requests import Append
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.store import RedisStore
+from spark_consumers.validity import RetractionTimer
+from tests.unit.strategies import FRONTIERS
+
+
+@pytest.fixture
+def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
+    made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")
+    store = RedisStore(redis)
+    store.create_collection(made)
+    yield made
+    store.drop_collection(made.name)
+
+
+def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
+    redis: redis_lib.Redis, spec: CollectionSpec
+) -> None:
+    store, model, now = RedisStore(redis), ModelStore([spec]), [0]
+    appends = [
+        Append(spec.name, "r1", 1, ((("r1", "a", w, None), 1),), 0, valid_until=valid_until)
+        for w, valid_until in enumerate((100, 200, 5_000))
+    ]
+    store.apply_requests("t", 0, list(enumerate(appends)))
+    model.apply_all(appends, grouped=True)
+    timer = RetractionTimer(store, expiration_offset_ms=150, clock=lambda: now[0])
+    timer.start()
+    assert (timer.expiration, store.scheduled(spec.name)) == (150, 1)  # only the 100 one
+
+    for moment, retracted, expiration, scheduled in (
+        (120, 1, 150, 0),  # row 0 due
+        (160, 0, 310, 1),  # the expiration reached: rebuilt for 310, now holding 200
+        (250, 1, 310, 0),  # row 1 due
+        (400, 0, 550, 0),  # rebuilt again; 5000 stays in the ledger only
+    ):
+        now[0] = moment
+        assert timer.tick() == retracted
+        model.retract_due(moment)
+        assert (timer.expiration, store.scheduled(spec.name)) == (expiration, scheduled)
+        assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+    assert store.snapshot(spec.name).rows == {("r1", "a", 2, None): 1}
