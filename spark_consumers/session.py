@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ def _pyspark_jars_dir() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-def connector_jars(infra: InfraConfig) -> list[Path]:
+def connector_jars(infra: InfraConfig, extra_packages: Sequence[str] = ()) -> list[Path]:
     """The Kafka connector and those of its dependencies that pyspark does not ship.
 
     Resolved with Maven rather than ``spark.jars.packages``: Spark's Ivy resolution trusts
@@ -42,8 +43,10 @@ def connector_jars(infra: InfraConfig) -> list[Path]:
     from the cache needs no network after the first run. Jars pyspark already ships
     (Scala, Hadoop client, slf4j, ...) are left out so only one version is on the classpath.
     """
-    dest = infra.cache_dir / f"spark-kafka-{SPARK_VERSION}"
-    jars = resolve_jars([CONNECTOR], dest, infra.maven_timeout_s)
+    packages = [CONNECTOR, *extra_packages]
+    suffix = "".join(f"+{p.split(':')[1]}" for p in extra_packages)
+    dest = infra.cache_dir / f"spark-kafka-{SPARK_VERSION}{suffix}"
+    jars = resolve_jars(packages, dest, infra.maven_timeout_s)
     shipped = {_artifact(jar) for jar in _pyspark_jars_dir().glob("*.jar")}
     return [jar for jar in jars if _artifact(jar) not in shipped]
 
@@ -58,13 +61,20 @@ def _check_pyspark_version() -> None:
         )
 
 
-def build_spark_session(spark: SparkConfig, infra: InfraConfig, app_name: str) -> SparkSession:
-    """Creates (or returns the running) SparkSession with the Kafka source available."""
+def build_spark_session(
+    spark: SparkConfig, infra: InfraConfig, app_name: str, extra_packages: Sequence[str] = ()
+) -> SparkSession:
+    """Creates (or returns the running) SparkSession with the Kafka source available.
+
+    Args:
+        extra_packages: more ``group:artifact:version`` coordinates to put on the classpath
+            (e.g. spark-avro for a benchmark), resolved like the connector.
+    """
     from pyspark.sql import SparkSession
 
     require_java()
     _check_pyspark_version()
-    jars = ",".join(str(jar) for jar in connector_jars(infra))
+    jars = ",".join(str(jar) for jar in connector_jars(infra, extra_packages))
     # Python workers must run the interpreter that has this project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(spark.spark_master)
