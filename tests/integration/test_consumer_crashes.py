@@ -96,6 +96,20 @@ def _in_kafka_order(kafka: str, topic: str) -> list[Request]:
     return requests
 
 
+def _consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of a ``collection-manager consume`` process for this test."""
+    return dict(
+        os.environ,
+        CM_KAFKA_BOOTSTRAP=kafka,
+        CM_REDIS_URL=redis_url,
+        CM_TOPIC=topic,
+        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
+        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
+        CM_TRIGGER_INTERVAL_MS="200",
+        CM_SPARK_MASTER="local[2]",
+    )
+
+
 def _start_consumer(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
@@ -121,16 +135,7 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     tmp_path: Path,
     specs: list[CollectionSpec],
 ) -> None:
-    env = dict(
-        os.environ,
-        CM_KAFKA_BOOTSTRAP=kafka,
-        CM_REDIS_URL=endpoints.redis_url,
-        CM_TOPIC=topic,
-        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
-        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
-        CM_TRIGGER_INTERVAL_MS="200",
-        CM_SPARK_MASTER="local[2]",
-    )
+    env = _consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     store, stop, rng = RedisStore(redis), threading.Event(), random.Random(7)
     producers = [
         threading.Thread(target=_produce, args=(kafka, topic, specs, p, stop)) for p in range(3)
@@ -183,15 +188,7 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
     tmp_path: Path,
     specs: list[CollectionSpec],
 ) -> None:
-    env = dict(
-        os.environ,
-        CM_KAFKA_BOOTSTRAP=kafka,
-        CM_REDIS_URL=endpoints.redis_url,
-        CM_TOPIC=topic,
-        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
-        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
-        CM_TRIGGER_INTERVAL_MS="200",
-    )
+    env = _consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     stop = threading.Event()
     producer = threading.Thread(target=_produce, args=(kafka, topic, specs, 0, stop))
     producer.start()
