@@ -115,10 +115,6 @@ class SparkConfig:
     spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
 
 
-def _default_checkpoint_dir() -> Path:
-    return _default_state_dir() / "checkpoints" / "consumer"
-
-
 @dataclasses.dataclass(frozen=True)
 class ConsumerConfig:
     """The Spark consumer: what it reads, how often, and where it keeps its progress."""
@@ -127,9 +123,12 @@ class ConsumerConfig:
     dead_letter_topic: str = setting(
         "cm.dead-letters", "Topic that receives undecodable or invalid requests, with reasons."
     )
-    checkpoint_dir: Path = dataclasses.field(
-        default_factory=_default_checkpoint_dir,
-        metadata={"help": "Spark checkpoint of the streaming query (offsets, commits)."},
+    checkpoint_dir: Path | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Spark checkpoint of the streaming query (offsets, commits); default "
+            "<state_dir>/checkpoints/consumer-<topic> (demo-<topic> for the demo)."
+        },
     )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
     max_offsets_per_trigger: int = setting(
@@ -149,3 +148,14 @@ class ConsumerConfig:
         "Future retractions at or after start + this are not stored (rebuilt when the clock "
         "gets there); 0 stores all of them.",
     )
+
+    def with_checkpoint(self, infra: InfraConfig, query: str = "consumer") -> ConsumerConfig:
+        """This config with its checkpoint directory resolved under the state directory.
+
+        The default depends on ``query`` and the topic, so the demo and a ``consume``
+        process never share a checkpoint, and a checkpoint never meets another topic.
+        """
+        if self.checkpoint_dir is not None:
+            return self
+        path = infra.state_dir / "checkpoints" / f"{query}-{self.topic}"
+        return dataclasses.replace(self, checkpoint_dir=path)

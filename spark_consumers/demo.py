@@ -80,7 +80,7 @@ def run_demo(timeout_s: float = 120.0, steps: int = 5) -> DemoResult:
     infra_config = from_env(InfraConfig)
     endpoints = infra.up(infra_config)
     try:
-        config = from_env(ConsumerConfig)
+        config = from_env(ConsumerConfig).with_checkpoint(infra_config, query="demo")
         store = RedisStore.connect(endpoints.redis_url)
         ensure_introspection_collections(store)
         requests, expected = _replica_requests(steps, seed=int(time.time()))

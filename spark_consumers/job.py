@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig
+from collection_manager.errors import ConsumerError
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
 from spark_consumers.metrics import BatchMetrics, record_batch
 
@@ -40,7 +41,13 @@ def kafka_stream(spark: SparkSession, config: ConsumerConfig, bootstrap: str) ->
 def start_consumer(
     spark: SparkSession, config: ConsumerConfig, bootstrap: str, redis_url: str
 ) -> StreamingQuery:
-    """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists."""
+    """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists.
+
+    Raises:
+        ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
+    """
+    if config.checkpoint_dir is None:
+        raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
     settings = ExecutorSettings.of(config, bootstrap, redis_url)
     applied = kafka_stream(spark, config, bootstrap).mapInPandas(
         PartitionApplier(settings), schema=SUMMARY_SCHEMA

@@ -97,6 +97,7 @@ def run_consumer(
     spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
     stop = threading.Event()
     stop_on_signals(stop)
+    config = config.with_checkpoint(infra_config)
     query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
     logger.info(
         "consuming %s from %s into %s", config.topic, endpoints.kafka_bootstrap, endpoints.redis_url
