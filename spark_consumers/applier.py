@@ -168,7 +168,7 @@ class PartitionApplier:
             self.settings.dead_letter_topic,
             decoded.dead_letters,
         )
-        counts = store.apply_requests(topic, partition, decoded.requests)
+        counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))

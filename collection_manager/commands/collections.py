@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from collection_manager import infra
 from collection_manager.commands import print_json, print_table
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.errors import CollectionManagerError, FilterError
+from collection_manager.errors import CollectionManagerError, FilterError, SchemaError
 from collection_manager.filters import Filter, and_, eq, is_null
 from collection_manager.specs import CollectionSpec, Value
 from collection_manager.storage.store import RedisStore
@@ -38,8 +39,18 @@ def register(commands: Any) -> None:
     tail.set_defaults(run=run_tail)
 
     admin = commands.add_parser("collections", help="list, create, describe or drop")
-    admin.add_argument("action", choices=["list", "create-introspection", "describe", "drop"])
+    admin.add_argument(
+        "action", choices=["list", "create", "create-introspection", "describe", "drop"]
+    )
     admin.add_argument("name", nargs="?")
+    admin.add_argument("--schema", type=Path, help="create: the Avro record schema (.avsc)")
+    admin.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="create: a string or long column to index (repeatable)",
+    )
     admin.add_argument("--format", choices=["table", "json"], default="table")
     admin.set_defaults(run=run_admin)
 
@@ -121,6 +132,16 @@ def run_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> CollectionSpec:
+    if schema is None:
+        raise CollectionManagerError("collections create needs --schema FILE.avsc")
+    try:
+        row_schema = json.loads(schema.read_text())
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"cannot read the row schema {schema}: {exc}") from exc
+    return CollectionSpec(name, row_schema, tuple(indexed))
+
+
 def run_admin(args: argparse.Namespace) -> int:
     """Lists, creates (the built-in introspection ones), describes or drops collections."""
     store = _store()
@@ -136,6 +157,9 @@ def run_admin(args: argparse.Namespace) -> int:
             print_table("collections", ["name"], [(n,) for n in names])
     elif args.name is None:
         raise CollectionManagerError(f"collections {args.action} needs a collection name")
+    elif args.action == "create":
+        store.create_collection(_spec_from_file(args.name, args.schema, args.index))
+        print(f"created {args.name}")
     elif args.action == "describe":
         spec = store.spec(args.name)
         columns = [

@@ -10,9 +10,14 @@ from typing import Any, cast
 
 import redis
 
-from collection_manager.errors import InfrastructureError, StorageError, UnknownCollectionError
+from collection_manager.errors import (
+    CollectionManagerError,
+    InfrastructureError,
+    StorageError,
+    UnknownCollectionError,
+)
 from collection_manager.filters import Filter, validate
-from collection_manager.requests import ReplicaRemoved, collection_of
+from collection_manager.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.specs import CollectionSpec
 from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.ops import Op, chunk_ops, script_payload
@@ -192,7 +197,11 @@ class RedisStore:
         return int(self._client.zcard(CollectionKeys(collection).schedule))
 
     def apply_requests(
-        self, topic: str, partition: int, requests: Sequence[OffsetRequest]
+        self,
+        topic: str,
+        partition: int,
+        requests: Sequence[OffsetRequest],
+        validated: bool = False,
     ) -> dict[str, dict[str, int]]:
         """Applies one partition's requests (offset order) exactly once; counters per collection.
 
@@ -200,14 +209,28 @@ class RedisStore:
         applied are left out. Control requests other than ``ReplicaRemoved`` (which fences
         every collection) do not touch collections.
 
+        Args:
+            validated: the caller already checked every request against the catalog (the
+                consumer does, to dead-letter bad ones); otherwise they are checked here,
+                all before anything is written.
+
         Raises:
             UnknownCollectionError: for a request naming a collection nobody created.
+            SchemaError: for a row that does not fit its collection (nothing is written).
+            FilterError: for an invalid delete filter (nothing is written).
         """
         if any(isinstance(request, ReplicaRemoved) for _, request in requests):
             specs = self.specs()
         else:
             named = {c for _, r in requests if (c := collection_of(r)) is not None}
             specs = {name: self.spec(name) for name in named}
+        if not validated:
+            for offset, request in requests:
+                try:
+                    validate_request(request, specs)
+                except CollectionManagerError as exc:
+                    exc.with_context(topic=topic, partition=partition, offset=offset)
+                    raise
         applied = {name: self.applied_offset(name, topic, partition) for name in specs}
         planned = plan_ops(requests, specs, applied)
         return {name: self.apply(name, topic, partition, ops) for name, ops in planned.items()}

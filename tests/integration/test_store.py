@@ -8,12 +8,18 @@ from collections.abc import Iterator
 import pytest
 import redis as redis_lib
 
-from collection_manager.errors import FilterError, StorageError, UnknownCollectionError
+from collection_manager.errors import (
+    FilterError,
+    SchemaError,
+    StorageError,
+    UnknownCollectionError,
+)
 from collection_manager.filters import and_, eq, ge, in_, prefix
 from collection_manager.planning import SourceUpdates
+from collection_manager.requests import Append, Delete
 from collection_manager.specs import CollectionSpec
 from collection_manager.storage.ops import AppendOp, DeleteOp
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.store import RedisStore, Snapshot
 
 ROW_SCHEMA = {
     "type": "record",
@@ -173,3 +179,16 @@ def test_a_concurrent_reader_never_sees_half_a_request(
             assert count == 0
         else:
             assert generation == {float(as_of - 1)} and count == size
+
+
+def test_bad_requests_are_refused_whole_with_context(store: RedisStore, collection: str) -> None:
+    good = Append(collection, "r1", 1, ((("r1", 1, 0.5), 1),), 0)
+    bad_row = Append(collection, "r1", 1, ((("r1", "one", 0.5), 1),), 0)
+    with pytest.raises(SchemaError, match="worker_id") as raised:
+        store.apply_requests("t", 3, [(0, good), (1, bad_row)])
+    assert (raised.value.topic, raised.value.partition, raised.value.offset) == ("t", 3, 1)
+    with pytest.raises(FilterError, match="nope"):
+        store.apply_requests("t", 3, [(0, good), (1, Delete(collection, eq("nope", 1)))])
+    with pytest.raises(UnknownCollectionError, match="'other'"):
+        store.apply_requests("t", 3, [(0, good), (1, Append("other", "r1", 1, (), 0))])
+    assert store.snapshot(collection) == Snapshot({}, 0)  # nothing of the good one either
