@@ -10,13 +10,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 
 from collection_manager.config import InfraConfig
 from collection_manager.errors import InfrastructureError
 from collection_manager.infra.kafka_broker import kafka_answers, start_kafka
-from collection_manager.infra.processes import cmdline_contains, pid_alive, stop_pid
+from collection_manager.infra.processes import (
+    cmdline_contains,
+    pid_alive,
+    stop_pid,
+    wait_until_ready,
+)
 from collection_manager.infra.redis_server import redis_answers, start_redis
 from collection_manager.infra.services import Service, load_services, save_services
 
@@ -80,11 +87,20 @@ def up(config: InfraConfig) -> Endpoints:
                 addresses[name] = configured
                 continue
             old = recorded.get(name)
-            if old and _running(old) and _ANSWERS[name](old.address):
+            if old and _running(old):
+                # Never restart a running service that is slow to answer: it may be busy
+                # (a long script, loading its AOF), and killing it would lose work.
+                answers = functools.partial(_ANSWERS[name], old.address)
+                wait_until_ready(
+                    name,
+                    old.pid,
+                    Path(old.log),
+                    answers,
+                    config.startup_timeout_s,
+                    stop_on_timeout=False,
+                )
                 addresses[name] = old.address
                 continue
-            if old and _running(old):
-                stop_pid(old.pid)  # alive but deaf: restart it
             service = _START[name](config)
             recorded[name] = service
             save_services(config.services_file, recorded)

@@ -141,9 +141,19 @@ def log_tail(path: Path, lines: int = 25) -> str:
 
 
 def wait_until_ready(
-    what: str, pid: int, log_path: Path, ready: Callable[[], bool], timeout_s: float
+    what: str,
+    pid: int,
+    log_path: Path,
+    ready: Callable[[], bool],
+    timeout_s: float,
+    stop_on_timeout: bool = True,
 ) -> None:
-    """Polls ``ready`` until it holds; fails clearly if the process dies or time runs out."""
+    """Polls ``ready`` until it holds; fails clearly if the process dies or time runs out.
+
+    Args:
+        stop_on_timeout: stop the process when it never answered (one we just started);
+            False for one that was already running, which is left alone.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if ready():
@@ -155,7 +165,8 @@ def wait_until_ready(
                 f"{log_tail(log_path)}"
             )
         time.sleep(0.25)
-    stop_pid(pid)
+    if stop_on_timeout:
+        stop_pid(pid)
     raise InfrastructureError(
         f"{what} did not answer within {timeout_s:.0f} s (raise CM_STARTUP_TIMEOUT_S if the "
         f"machine is slow); the end of its log {log_path}:\n{log_tail(log_path)}"
