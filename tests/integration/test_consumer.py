@@ -110,6 +110,11 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
         (specs[0].name.encode(), b"garbage"),
         (specs[1].name.encode(), b"\xc3\x01" + b"\x00" * 8 + b"body"),
         (b"nope", encode_request(Append("nope", "r1", 1, ((("r1",), 1),), 0))),
+        # A row of the wrong shape for its collection: one value where it has more columns.
+        (
+            specs[2].name.encode(),
+            encode_request(Append(specs[2].name, "r1", 1, ((("r1",), 1),), 0)),
+        ),
     ]
     _produce(kafka, consumer_config.topic, messages[:10] + bad + messages[10:])
 
@@ -129,9 +134,14 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
         assert store.fences(specs[0].name) == model.collection(specs[0].name).fences.as_dict()
     finally:
         query.stop()
-    dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=3)
+    dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=4)
     reasons = sorted(dict(m.headers())["error"].decode() for m in dead)
-    assert reasons == ["SerializationError", "UnknownCollectionError", "UnknownSchemaError"]
+    assert reasons == [
+        "SchemaError",
+        "SerializationError",
+        "UnknownCollectionError",
+        "UnknownSchemaError",
+    ]
     assert sorted(m.value() for m in dead) == sorted(value for _, value in bad)
 
 
