@@ -159,3 +159,22 @@ class ConsumerConfig:
             return self
         path = infra.state_dir / "checkpoints" / f"{query}-{self.topic}"
         return dataclasses.replace(self, checkpoint_dir=path)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaConfig:
+    """Replica agents and the controller: heartbeats, leases, publishing (DESIGN §6, §8)."""
+
+    replica_ttl_ms: int = setting(
+        10_000, "A replica without a heartbeat for this long is removed (its lease expired)."
+    )
+    heartbeat_interval_ms: int = setting(1_000, "How often an agent sends a heartbeat.")
+    lease_check_interval_ms: int = setting(500, "How often the controller checks the leases.")
+    step_interval_ms: int = setting(1_000, "How often an agent's subscribes publish changes.")
+    publish_batch_rows: int = setting(1_000, "At most this many updates per Append request.")
+    collection_suffix: str = setting(
+        "", "Appended to the introspection collections' names (tests use their own copies)."
+    )
+    replica_namespace: str = setting(
+        "cm:replicas", "Prefix of the controller's Redis keys (epoch counters, members, leases)."
+    )

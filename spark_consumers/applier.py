@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from collection_manager.config import ConsumerConfig
-from collection_manager.storage.replicas import ReplicaRecord
+from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
 from producers.kafka_producer import KafkaProducer, ProducerConfig
 from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
@@ -169,6 +170,9 @@ class PartitionApplier:
             decoded.dead_letters,
         )
         counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
+        # After the apply: the controller renews leases from these heartbeats (idempotent).
+        seen_at = int(time.time() * 1000)
+        _replica_record(self.settings).record(sightings(decoded.requests, seen_at))
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))

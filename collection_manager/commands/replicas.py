@@ -1,0 +1,177 @@
+"""Replicas and the controller: ``replica run|remove``, ``replicas``, ``controller run``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from collection_manager import infra
+from collection_manager.commands import print_json, print_table
+from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.controller import Controller
+
+
+def register(commands: Any) -> None:
+    """Adds ``replica``, ``replicas`` and ``controller``."""
+    replica = commands.add_parser("replica", help="run a replica agent, or remove a replica")
+    actions = replica.add_subparsers(dest="action", required=True)
+    run = actions.add_parser("run", help="add a replica and run its agent until SIGTERM")
+    run.add_argument("--id", required=True, dest="replica_id", help="the replica id")
+    run.add_argument("--workers", type=int, default=4, help="simulated workers")
+    run.add_argument("--dataflows", type=int, default=8, help="simulated dataflows")
+    run.add_argument("--rate", type=float, help="steps per second (default CM_STEP_INTERVAL_MS)")
+    run.add_argument("--steps", type=int, help="stop changing after this many steps")
+    run.add_argument("--seed", type=int, help="fixes the simulated history")
+    run.add_argument("--duration", type=float, help="stop after this many seconds")
+    run.set_defaults(run=run_replica)
+    remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
+    remove.add_argument("replica_id")
+    remove.add_argument("--reason", default="removed by an operator")
+    remove.set_defaults(run=run_remove)
+
+    listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
+    listing.add_argument("--format", choices=["table", "json"], default="table")
+    listing.set_defaults(run=run_replicas)
+
+    controller = commands.add_parser("controller", help="run the controller's lease loop")
+    controller.add_argument("action", choices=["run"])
+    controller.add_argument("--duration", type=float, help="stop after this many seconds")
+    controller.set_defaults(run=run_controller)
+
+
+def _controller(endpoints: infra.Endpoints) -> Controller:
+    topic = from_env(ConsumerConfig).topic
+    return Controller.connect(
+        endpoints.kafka_bootstrap, endpoints.redis_url, topic, from_env(ReplicaConfig)
+    )
+
+
+def _stop_on_signals() -> threading.Event:
+    # The handler only sets an event: the main thread then stops the agent, so no lock
+    # can be taken inside a signal handler.
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+def _wait(stop: threading.Event, duration: float | None, done: Callable[[], bool]) -> None:
+    """Until a signal, ``duration`` seconds, or ``done()``."""
+    deadline = None if duration is None else time.monotonic() + duration
+    while not stop.wait(0.2) and not done():
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+
+
+def run_replica(args: argparse.Namespace) -> int:
+    """Adds the replica, runs its agent, and removes it again on a clean stop."""
+    from producers.agent import AgentConfig, ReplicaAgent
+
+    infra_config = from_env(InfraConfig)
+    endpoints = infra.up(infra_config)
+    controller = _controller(endpoints)
+    overrides: dict[str, Any] = {"workers": args.workers, "dataflows": args.dataflows}
+    if args.rate:
+        overrides["step_interval_ms"] = max(1, round(1000 / args.rate))
+    overrides.update(max_steps=args.steps, seed=args.seed)
+    bootstrap = endpoints.kafka_bootstrap
+    config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
+    try:
+        stop = _stop_on_signals()
+        epoch = controller.add_replica(args.replica_id)
+        agent = ReplicaAgent(args.replica_id, config, still_member=controller.is_current)
+        agent.start(epoch)
+        print(f"replica {args.replica_id} running at epoch {epoch}", flush=True)
+        _wait(stop, args.duration, lambda: agent.stopped)
+        # Stopped by itself: removed (by the controller or an operator), or it failed.
+        on_its_own = agent.reason if agent.stopped else None
+        agent.stop("agent stopping")
+        agent.join(10)
+        # A no-op when the controller removed this epoch already; else the goodbye.
+        controller.remove_replica(args.replica_id, on_its_own or "agent stopped", epoch=epoch)
+        print(f"replica {args.replica_id} epoch {epoch} stopped: {agent.reason}")
+        return 1 if on_its_own else 0
+    finally:
+        controller.close()
+        infra.down(infra_config, endpoints.started)
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    """Removes a replica: retracts its rows everywhere and fences its epoch."""
+    controller = _controller(infra.up(from_env(InfraConfig)))
+    try:
+        epoch = controller.remove_replica(args.replica_id, args.reason)
+    finally:
+        controller.close()
+    if epoch is None:
+        print(f"replica {args.replica_id} is not a member")
+        return 1
+    print(f"removed replica {args.replica_id}: epoch {epoch} fenced, its rows retracted")
+    return 0
+
+
+def _time(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds")
+
+
+def run_replicas(args: argparse.Namespace) -> int:
+    """Prints every replica with its epoch, lease expiry, last heartbeat and state."""
+    controller = _controller(infra.up(from_env(InfraConfig)))
+    try:
+        rows = controller.replicas()
+    finally:
+        controller.close()
+    if args.format == "json":
+        print_json([dataclasses.asdict(row) for row in rows])
+        return 0
+    columns = ["id", "epoch", "lease expiry", "last heartbeat", "state", "reason"]
+    table = [
+        (
+            r.replica_id,
+            r.epoch,
+            _time(r.lease_expires_at),
+            _time(r.last_heartbeat_at),
+            r.state,
+            r.reason,
+        )
+        for r in rows
+    ]
+    print_table("replicas", columns, table)
+    return 0
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    """Runs the lease loop until SIGTERM/SIGINT (or ``--duration``)."""
+    infra_config = from_env(InfraConfig)
+    endpoints = infra.up(infra_config)
+    controller = _controller(endpoints)
+    stop = _stop_on_signals()
+    timer = threading.Timer(args.duration or 0, stop.set)
+    if args.duration is not None:
+        timer.start()
+    print(
+        f"controller: leases of {controller.config.replica_ttl_ms} ms, "
+        f"checked every {controller.config.lease_check_interval_ms} ms",
+        flush=True,
+    )
+    try:
+        controller.run_leases(stop)
+    finally:
+        timer.cancel()
+        controller.close()
+        infra.down(infra_config, endpoints.started)
+    return 0

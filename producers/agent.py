@@ -1,0 +1,256 @@
+"""The replica agent: introspection subscribes and heartbeats of one replica (DESIGN §1, §6).
+
+An agent is created for a replica id and started with the epoch the controller issued
+(``Controller.add_replica``); without an epoch nothing is published. Each introspection
+collection has its own :class:`~producers.subscribe.Subscribe` (thread, token, producer);
+a further thread sends ``Heartbeat`` requests keyed by the replica id, which renew the
+replica's lease, and asks the controller (when given ``still_member``) whether the
+incarnation is still a member, stopping the agent once it is not. Stopping cancels the
+agent's token: every subscribe stops before its next batch and purges its queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from collection_manager.config import ReplicaConfig
+from collection_manager.errors import CollectionManagerError
+from collection_manager.requests import Heartbeat
+from producers.batching import PublishedState
+from producers.kafka_producer import DeliveryStats, KafkaProducer, OptionValue, ProducerConfig
+from producers.resources import REPLICA_METRICS, ResourceSource
+from producers.shutdown import Cancelled, ShutdownToken
+from producers.simulated import COLUMNS, Row, SimulatedReplica
+from producers.subscribe import Publishing, Source, Subscribe
+from schemas.codec import encode_request
+
+logger = logging.getLogger(__name__)
+
+StillMember = Callable[[str, int], bool]
+"""Asks the controller whether ``(replica_id, epoch)`` is the active incarnation."""
+
+
+def now_ms() -> int:
+    """Wall clock in ms since the Unix epoch."""
+    return int(time.time() * 1000)
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentConfig:
+    """How an agent simulates, publishes and heartbeats.
+
+    Attributes:
+        bootstrap: Kafka bootstrap servers.
+        topic: the requests topic.
+        workers: simulated timely workers.
+        dataflows: simulated dataflows.
+        seed: fixes the simulated history; None derives it from the replica id.
+        step_interval_ms: time between two steps of every subscribe.
+        max_steps: stop publishing changes after this many steps (heartbeats go on).
+        heartbeat_interval_ms: time between two heartbeats.
+        batch_rows: at most this many updates per ``Append``.
+        collection_suffix: appended to each collection name (tests use their own copies).
+        producer_extra: further librdkafka options of every producer of the agent.
+    """
+
+    bootstrap: str
+    topic: str = "cm.requests"
+    workers: int = 4
+    dataflows: int = 8
+    seed: int | None = None
+    step_interval_ms: int = 1_000
+    max_steps: int | None = None
+    heartbeat_interval_ms: int = 1_000
+    batch_rows: int = 1_000
+    collection_suffix: str = ""
+    producer_extra: Mapping[str, OptionValue] = dataclasses.field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "producer_extra", MappingProxyType(dict(self.producer_extra)))
+
+    @classmethod
+    def of(
+        cls, replica: ReplicaConfig, bootstrap: str, topic: str, **overrides: object
+    ) -> AgentConfig:
+        """The agent settings of a :class:`ReplicaConfig`, with ``overrides`` on top."""
+        settings: dict[str, object] = {
+            "step_interval_ms": replica.step_interval_ms,
+            "heartbeat_interval_ms": replica.heartbeat_interval_ms,
+            "batch_rows": replica.publish_batch_rows,
+            "collection_suffix": replica.collection_suffix,
+        }
+        return cls(bootstrap, topic, **{**settings, **overrides})  # type: ignore[arg-type]
+
+
+def default_sources(config: AgentConfig, replica_id: str) -> dict[str, Source]:
+    """A simulated replica per simulated collection, and the process's resource usage.
+
+    Each simulated collection gets its own (identically seeded) simulator, so that its
+    subscribe steps it alone, from its own thread.
+    """
+    seed = zlib.crc32(replica_id.encode()) if config.seed is None else config.seed
+    sources: dict[str, Source] = {
+        name: SimulatedReplica(config.workers, config.dataflows, seed) for name in COLUMNS
+    }
+    sources[REPLICA_METRICS] = ResourceSource()
+    return sources
+
+
+class ReplicaAgent:
+    """The agent of one replica.
+
+    Args:
+        replica_id: the replica.
+        config: how it publishes.
+        sources: source collection -> source; default :func:`default_sources`.
+        still_member: polled at every heartbeat; once it answers False the agent stops.
+        clock: ms since the Unix epoch.
+        producer_factory: makes each producer (tests pass one without a broker).
+    """
+
+    def __init__(
+        self,
+        replica_id: str,
+        config: AgentConfig,
+        sources: Mapping[str, Source] | None = None,
+        still_member: StillMember | None = None,
+        clock: Callable[[], int] = now_ms,
+        producer_factory: Callable[[ProducerConfig], KafkaProducer] = KafkaProducer,
+    ) -> None:
+        self.replica_id = replica_id
+        self._producer_factory = producer_factory
+        self.config = config
+        self.token = ShutdownToken(f"agent {replica_id}")
+        self.epoch: int | None = None
+        self._sources = (
+            dict(sources) if sources is not None else default_sources(config, replica_id)
+        )
+        self._still_member = still_member
+        self._clock = clock
+        self._published = PublishedState([self._published_name(n) for n in self._sources])
+        self._subscribes: list[Subscribe] = []
+        self._heartbeat_token = self.token.child("heartbeats")
+        self._heartbeat_producer = self._producer("heartbeats")
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeats, name=f"heartbeats-{replica_id}"
+        )
+
+    def start(self, epoch: int) -> None:
+        """Starts the heartbeats and every subscribe, as incarnation ``epoch``.
+
+        Raises:
+            CollectionManagerError: when already started or ``epoch`` is not positive.
+        """
+        if self.epoch is not None or epoch < 1:
+            raise CollectionManagerError(f"agent {self.replica_id}: cannot start at epoch {epoch}")
+        self.epoch = epoch
+        publishing = Publishing(
+            self.replica_id,
+            epoch,
+            self.config.topic,
+            self.config.batch_rows,
+            self.config.step_interval_ms,
+            self.config.max_steps,
+            self._clock,
+        )
+        for name, source in self._sources.items():
+            collection = self._published_name(name)
+            subscribe = Subscribe(
+                collection, source, name, publishing, self._producer(name),
+                self.token.child(collection), self._published, self.stop,
+            )  # fmt: skip
+            self._subscribes.append(subscribe)
+        self._heartbeat_thread.start()
+        for subscribe in self._subscribes:
+            subscribe.start()
+        logger.info("agent %s started at epoch %d", self.replica_id, epoch)
+
+    def stop(self, reason: str = "agent stopping") -> None:
+        """Stops at once: no batch leaves after this, and queued ones are purged."""
+        if not self.token.cancel(reason):
+            return
+        for subscribe in self._subscribes:
+            subscribe.cancel(reason)
+        self._heartbeat_producer.purge(reason)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits for the agent's threads to end (those other than the caller's)."""
+        for subscribe in self._subscribes:
+            subscribe.join(timeout)
+        thread = self._heartbeat_thread
+        if thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Blocks until the agent stops or ``timeout`` seconds passed; returns whether stopped."""
+        return self.token.wait(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the agent was stopped (see :attr:`reason`)."""
+        return self.token.cancelled
+
+    @property
+    def reason(self) -> str | None:
+        """Why the agent stopped, or None while it runs."""
+        return self.token.reason
+
+    @property
+    def settled(self) -> bool:
+        """Whether every subscribe finished its ``max_steps`` and the broker has it all."""
+        return bool(self._subscribes) and not any(s.alive for s in self._subscribes)
+
+    def state(self) -> dict[str, Counter[Row]]:
+        """What the agent published and the broker acknowledged, per collection.
+
+        Rows carry ``replica_id``; collections are named as published (with the suffix).
+        """
+        return self._published.state()
+
+    def stats(self) -> dict[str, DeliveryStats]:
+        """Delivery counts of each subscribe's producer, by collection."""
+        return {s.collection: s.producer.stats() for s in self._subscribes}
+
+    def _published_name(self, source_collection: str) -> str:
+        return source_collection + self.config.collection_suffix
+
+    def _producer(self, purpose: str) -> KafkaProducer:
+        client_id = f"cm-agent-{self.replica_id}-{purpose}"
+        extra = self.config.producer_extra
+        return self._producer_factory(ProducerConfig(self.config.bootstrap, client_id, extra=extra))
+
+    def _heartbeats(self) -> None:
+        assert self.epoch is not None
+        interval_s = self.config.heartbeat_interval_ms / 1000
+        key = self.replica_id.encode()
+        try:
+            while self._member():
+                beat = Heartbeat(self.replica_id, self.epoch, self._clock())
+                self._heartbeat_producer.produce(self.config.topic, key, encode_request(beat))
+                if self._heartbeat_token.wait(interval_s):
+                    return
+            self.stop(f"replica {self.replica_id} epoch {self.epoch} is no longer a member")
+        except Cancelled:
+            pass
+        except Exception as exc:  # without heartbeats the lease expires: say why, stop now
+            logger.exception("heartbeats of %s failed", self.replica_id)
+            self.stop(f"heartbeats failed: {exc!r}")
+        finally:
+            self._heartbeat_producer.purge("heartbeats stopped")
+            self._heartbeat_producer.flush(1.0)  # the acknowledgements of those in flight
+
+    def _member(self) -> bool:
+        if self._still_member is None or self.epoch is None:
+            return True
+        try:
+            return self._still_member(self.replica_id, self.epoch)
+        except Exception as exc:  # Redis away: keep going, the lease decides
+            logger.warning("cannot ask whether %s is a member: %s", self.replica_id, exc)
+            return True

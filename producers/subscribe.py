@@ -1,0 +1,167 @@
+"""One introspection subscribe of a replica agent: a source, a thread, a token, a producer.
+
+The subscribe publishes its source's snapshot, then its changes at a fixed interval, as
+``Append`` requests keyed by the collection (so they are applied in order). Cancelling it
+(:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
+in the middle of a snapshot, and purges what its producer still queues (DESIGN §6): that
+is why each subscribe owns its producer, since a purge empties the whole producer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from collection_manager.requests import Append
+from producers.batching import PublishedState, append_batches, with_replica
+from producers.kafka_producer import KafkaProducer
+from producers.shutdown import Cancelled, ShutdownToken, guard
+from producers.simulated import Update
+from schemas.codec import encode_request
+
+logger = logging.getLogger(__name__)
+
+_DRAIN_S = 1.0
+
+
+class Source(Protocol):
+    """A source of differential updates, by collection (rows without ``replica_id``)."""
+
+    def snapshot(self) -> Mapping[str, Sequence[Update]]:
+        """The current state, as insertions."""
+        ...
+
+    def step(self) -> Mapping[str, Sequence[Update]]:
+        """The changes since the last snapshot or step."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Publishing:
+    """What every subscribe of one agent incarnation shares.
+
+    Attributes:
+        replica_id: prepended to every row; also in every request.
+        epoch: the incarnation, in every request (the consumer fences old ones).
+        topic: the requests topic.
+        batch_rows: at most this many updates per request.
+        step_interval_ms: time between two steps.
+        max_steps: stop publishing after this many steps (None: until cancelled).
+        clock: ms since the Unix epoch, for ``produced_at``.
+    """
+
+    replica_id: str
+    epoch: int
+    topic: str
+    batch_rows: int
+    step_interval_ms: int
+    max_steps: int | None
+    clock: Callable[[], int]
+
+
+class Subscribe:
+    """Publishes one collection of one source until cancelled.
+
+    Args:
+        collection: the collection it publishes to (and the message key).
+        source: the source; only its ``source_collection`` updates are published.
+        source_collection: which of the source's collections.
+        publishing: the agent incarnation's settings.
+        producer: this subscribe's own producer.
+        token: this subscribe's token (a child of the agent's).
+        published: where acknowledged requests are recorded.
+        on_failure: called with a reason when the source or producer fails.
+    """
+
+    def __init__(
+        self,
+        collection: str,
+        source: Source,
+        source_collection: str,
+        publishing: Publishing,
+        producer: KafkaProducer,
+        token: ShutdownToken,
+        published: PublishedState,
+        on_failure: Callable[[str], None],
+    ) -> None:
+        self.collection = collection
+        self.token = token
+        self.producer = producer
+        self._source = source
+        self._source_collection = source_collection
+        self._publishing = publishing
+        self._published = published
+        self._on_failure = on_failure
+        self.steps = 0
+        self._thread = threading.Thread(target=self._run, name=f"subscribe-{collection}")
+
+    def start(self) -> None:
+        """Starts publishing in the subscribe's thread."""
+        self._thread.start()
+
+    def cancel(self, reason: str) -> None:
+        """Stops emission and drops what the producer still queues, from the calling thread."""
+        self.token.cancel(reason)
+        self.producer.purge(reason)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits for the thread to end (unless called from it)."""
+        if self._thread is not threading.current_thread() and self._thread.is_alive():
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the thread still runs."""
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            self._publish(self._source.snapshot())
+            interval_s = self._publishing.step_interval_ms / 1000
+            while not self.token.wait(interval_s) and not self._done():
+                self._publish(self._source.step())
+                self.steps += 1
+            if not self.token.cancelled:
+                self.producer.flush()  # every step is out: the state is final
+        except Cancelled:
+            logger.info("subscribe %s stopped: %s", self.collection, self.token.reason)
+        except Exception as exc:  # a failed source must stop the agent, not hide
+            logger.exception("subscribe %s failed", self.collection)
+            self._on_failure(f"subscribe {self.collection} failed: {exc!r}")
+        finally:
+            if self.token.cancelled:
+                self.producer.purge(self.token.reason or "cancelled")
+                # Nothing more leaves; serve the reports of what was already in flight, so
+                # the published state counts it and no producer dies with it in transit.
+                self.producer.flush(_DRAIN_S)
+
+    def _done(self) -> bool:
+        limit = self._publishing.max_steps
+        return limit is not None and self.steps >= limit
+
+    def _publish(self, updates: Mapping[str, Sequence[Update]]) -> None:
+        settings = self._publishing
+        tagged = with_replica(settings.replica_id, updates.get(self._source_collection, ()))
+        batches = append_batches(
+            self.collection,
+            settings.replica_id,
+            settings.epoch,
+            tagged,
+            settings.batch_rows,
+            settings.clock(),
+        )
+        key = self.collection.encode()
+        for append in guard(batches, self.token):
+            self.producer.produce(
+                settings.topic, key, encode_request(append), on_delivery=self._recorder(append)
+            )
+
+    def _recorder(self, append: Append) -> Callable[[object, object], None]:
+        def delivered(err: object, _msg: object) -> None:
+            if err is None:
+                self._published.add(append)
+
+        return delivered
