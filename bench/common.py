@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,16 +27,6 @@ def services() -> Iterator[infra.Endpoints]:
         yield endpoints
     finally:
         infra.down(config, endpoints.started)
-
-
-def median_seconds(run: Callable[[], Any], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``run``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def machine() -> dict[str, Any]:
