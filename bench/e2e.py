@@ -77,6 +77,7 @@ from collection_manager.storage.ops import double_positions
 from collection_manager.storage.rows import encode_row
 from collection_manager.storage.store import RedisStore
 from producers.kafka_producer import DeliveryCallback, KafkaProducer, ProducerConfig
+from producers.partitioning import java_partition as partition_of
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from spark_consumers import plain_loop
@@ -469,27 +470,8 @@ def measure(
 
 
 def java_partition(key: bytes, partitions: int = PARTITIONS) -> int:
-    """The partition of a keyed message: Kafka's Java ``Utils.murmur2``, positive, modulo.
-
-    The producer's ``murmur2_random`` partitioner does the same (checked against Kafka's
-    test vectors in ``tests/integration/test_kafka_producer.py``).
-    """
-    m, mask = 0x5BD1E995, 0xFFFFFFFF
-    h = (0x9747B28C ^ len(key)) & mask
-    whole = len(key) - len(key) % 4
-    for i in range(0, whole, 4):
-        k = (int.from_bytes(key[i : i + 4], "little") * m) & mask
-        k = ((k ^ (k >> 24)) * m) & mask
-        h = ((h * m) & mask) ^ k
-    tail = key[whole:]
-    if len(tail) == 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
-    if tail:
-        h = ((h ^ tail[0]) * m) & mask
-    h = ((h ^ (h >> 13)) * m) & mask
-    return ((h ^ (h >> 15)) & 0x7FFFFFFF) % partitions
+    """The partition of a keyed message on the benchmark's topics."""
+    return partition_of(key, partitions)
 
 
 def spread_name(base: str, partition: int) -> str:
