@@ -9,6 +9,7 @@ accepted in row schemas and treated as ``long`` and ``double``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +29,13 @@ _KINDS = {
     "string": "string",
 }
 INDEXABLE_TYPES = frozenset({"string", "long"})
+# The exact Python types of a kind's values, for the fast path of validate_row.
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "boolean": (bool,),
+    "long": (int,),
+    "double": (int, float),
+    "string": (str,),
+}
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
@@ -104,6 +112,14 @@ class CollectionSpec:
                     collection=self.name,
                 )
 
+    @functools.cached_property
+    def exact_types(self) -> tuple[frozenset[type], ...]:
+        """Per column, the exact types of values that fit it (None's when nullable)."""
+        return tuple(
+            frozenset(_EXACT_TYPES[c.type] + ((type(None),) if c.nullable else ()))
+            for c in self.columns
+        )
+
     @property
     def column_names(self) -> tuple[str, ...]:
         """Column names in row order."""
@@ -160,6 +176,17 @@ def validate_row(row: Sequence[Value], spec: CollectionSpec) -> None:
             f"({', '.join(spec.column_names)})",
             collection=spec.name,
         )
+    # The common case costs a set lookup per value; only a misfit walks the full rules.
+    for value, types in zip(row, spec.exact_types, strict=True):
+        kind = type(value)
+        if (
+            kind not in types
+            or (kind is int and not LONG_MIN <= value <= LONG_MAX)  # type: ignore[operator]
+            or (kind is float and not math.isfinite(value))  # type: ignore[arg-type]
+        ):
+            break
+    else:
+        return
     for value, column in zip(row, spec.columns, strict=True):
         problem = value_problem(value, column)
         if problem is not None:

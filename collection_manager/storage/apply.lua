@@ -1,7 +1,9 @@
 -- Applies one chunk of planned operations (see storage/ops.py) to one collection,
 -- atomically (Redis runs a script without interleaving other commands). Operations at or
 -- below the applied-offset watermark of their (topic, partition) are skipped, so replaying
--- a chunk is a no-op.  ARGV[4]: the watermark field "topic:partition".
+-- a chunk is a no-op.  ARGV[4]: the watermark field "topic:partition"; ARGV[5...]: one
+-- argument per append part (its index is the part's a): its rows joined by newlines, in
+-- the order of the part's diffs d.
 
 local watermark_field = ARGV[4]
 
@@ -35,11 +37,15 @@ local function append(time, op)
     if is_fenced(part.r, part.e) then
       counts.fused_appends = counts.fused_appends + part.n
     else
-      for _, update in ipairs(part.u) do
-        add(time, update[1], update[2])
-        if part.v then add_validity(part.v, update[1], update[2]) end
+      local rows, from = ARGV[part.a], 1
+      for _, diff in ipairs(part.d) do
+        local to = string.find(rows, '\n', from, true) or (#rows + 1)
+        local row = string.sub(rows, from, to - 1)
+        from = to + 1
+        add(time, row, diff)
+        if part.v then add_validity(part.v, row, diff) end
       end
-      counts.updates = counts.updates + #part.u
+      counts.updates = counts.updates + #part.d
     end
     counts.requests = counts.requests + part.n
   end

@@ -5,8 +5,11 @@
 --       7 validity (hash row -> JSON {valid_until: diff}), 8 schedule (zset of
 --       "valid_until|row" by valid_until), 9 expiration (string ms; absent: none)
 -- ARGV: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}}),
---       4 the script's own argument
+--       4 the script's own argument, 5... rows of appends (see apply.lua)
 -- Rows are canonical JSON arrays; a row's index keys are derived here from its values.
+-- The change log holds one entry per time and up to LOG_ENTRY_UPDATES updates, id
+-- "<time>-<seq>", fields r (JSON array of the rows) and d (JSON array of their diffs):
+-- an XADD per update cost more than all other writes of an update together.
 
 local contents, log, time_key, fences, applied, stats, validity, schedule, expiration_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -30,9 +33,29 @@ local function index_keys(row)
   return keys
 end
 
-local seq = 0
+local LOG_ENTRY_UPDATES = 512
+local log_time, log_seq, log_rows, log_diffs = nil, 0, {}, {}
+
+local function flush_log()
+  if #log_rows == 0 then return end
+  redis.call('XADD', log, 'MAXLEN', '~', log_maxlen, log_time .. '-' .. log_seq,
+             'r', '[' .. table.concat(log_rows, ',') .. ']',
+             'd', '[' .. table.concat(log_diffs, ',') .. ']')
+  log_seq, log_rows, log_diffs = log_seq + 1, {}, {}
+end
+
+local function log_update(time, row, diff)
+  if time ~= log_time then
+    flush_log()
+    log_time, log_seq = time, 0
+  elseif #log_rows == LOG_ENTRY_UPDATES then
+    flush_log()
+  end
+  log_rows[#log_rows + 1] = row
+  log_diffs[#log_diffs + 1] = string.format('%d', diff)  -- tostring turns 1e15 into 1e+15
+end
+
 local function next_time()
-  seq = 0
   counts.steps = counts.steps + 1
   return redis.call('INCR', time_key)
 end
@@ -53,8 +76,7 @@ local function add(time, row, diff)
       counts.invalid_retractions = counts.invalid_retractions + 1
     end
   end
-  redis.call('XADD', log, 'MAXLEN', '~', log_maxlen, time .. '-' .. seq, 'r', row, 'd', diff)
-  seq = seq + 1
+  log_update(time, row, diff)
 end
 
 -- Temporal validity: the ledger holds every pending retraction; the schedule only those
@@ -102,6 +124,7 @@ local function drop_validity(row)
 end
 
 local function finish()
+  flush_log()
   local reply = {}
   for name, value in pairs(counts) do
     if value > 0 then redis.call('HINCRBY', stats, name, value) end

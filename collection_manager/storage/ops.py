@@ -56,6 +56,11 @@ class FenceOp:
 Op = AppendOp | DeleteOp | FenceOp
 
 
+# The script's arguments: index prefix, log length, payload, its own; then rows (Lua counts
+# from 1).
+FIRST_ROWS_ARGUMENT = 5
+
+
 def indexed_positions(spec: CollectionSpec) -> list[tuple[str, int]]:
     """``(name, position)`` of each indexed column, as the script derives index keys."""
     names = spec.column_names
@@ -67,21 +72,38 @@ def double_positions(spec: CollectionSpec) -> frozenset[int]:
     return frozenset(i for i, column in enumerate(spec.columns) if column.type == "double")
 
 
-def _part_json(part: SourceUpdates, doubles: frozenset[int]) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class ScriptCall:
+    """The arguments of one apply-script call.
+
+    ``payload`` is JSON of the operations. The rows of each append part follow it as one
+    plain script argument, joined by newlines (canonical JSON never holds a raw newline),
+    which the part addresses by position; its diffs are in the payload. Rows nested in the
+    JSON would be escaped by Python and unescaped by the script, and one argument per row
+    costs Python more than the rest of an update's preparation.
+    """
+
+    payload: str
+    rows: list[str]
+
+
+def _part_json(part: SourceUpdates, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "r": part.replica_id,
         "e": part.epoch,
         "n": part.requests,
-        "u": [[encode_row(row, doubles), diff] for row, diff in part.updates],
+        "a": FIRST_ROWS_ARGUMENT + len(rows),
+        "d": [diff for _, diff in part.updates],
     }
+    rows.append("\n".join(encode_row(row, doubles) for row, _ in part.updates))
     if part.valid_until is not None:  # a JSON null would be truthy in Lua
         out["v"] = part.valid_until
     return out
 
 
-def _op_json(op: Op, doubles: frozenset[int]) -> dict[str, Any]:
+def _op_json(op: Op, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
-        parts = [_part_json(p, doubles) for p in op.parts]
+        parts = [_part_json(p, doubles, rows) for p in op.parts]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
     if isinstance(op, FenceOp):
         return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
@@ -95,12 +117,13 @@ def _op_json(op: Op, doubles: frozenset[int]) -> dict[str, Any]:
     return out
 
 
-def script_payload(ops: Sequence[Op], spec: CollectionSpec) -> str:
-    """The JSON argument of one apply-script call."""
+def script_call(ops: Sequence[Op], spec: CollectionSpec) -> ScriptCall:
+    """The arguments of one apply-script call: the operations and their rows."""
     doubles = double_positions(spec)
-    encoded = [_op_json(op, doubles) for op in ops]
+    rows: list[str] = []
+    encoded = [_op_json(op, doubles, rows) for op in ops]
     indexed = [list(column) for column in indexed_positions(spec)]
-    return json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":"))
+    return ScriptCall(json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":")), rows)
 
 
 def _weight(op: Op) -> int:

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from collection_manager.errors import SchemaError
 from collection_manager.specs import Row
 
+# One encoder for all rows: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
 
 def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset()) -> str:
     """The canonical encoding; ints in ``double_columns`` become floats (1 and 1.0 are one row).
@@ -22,7 +25,7 @@ def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset
     """
     values = [float(v) if i in double_columns and type(v) is int else v for i, v in enumerate(row)]
     try:
-        return json.dumps(values, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _ENCODER.encode(values)
     except ValueError as exc:
         raise SchemaError(f"row {row!r} holds a value that cannot be stored: {exc}") from exc
 

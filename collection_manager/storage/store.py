@@ -20,7 +20,7 @@ from collection_manager.filters import Filter, validate
 from collection_manager.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.specs import CollectionSpec
 from collection_manager.storage.keys import CATALOG, CollectionKeys
-from collection_manager.storage.ops import Op, chunk_ops, script_payload
+from collection_manager.storage.ops import Op, ScriptCall, chunk_ops, script_call
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops
 from collection_manager.storage.rows import Row, decode_row
 from collection_manager.storage.scripts import apply_script, due_script, horizon_script, read_script
@@ -52,8 +52,8 @@ class LogEntry:
     diff: int
 
 
-def _layout_payload(spec: CollectionSpec) -> str:
-    return script_payload([], spec)
+def _layout_call(spec: CollectionSpec) -> ScriptCall:
+    return script_call([], spec)
 
 
 class RedisStore:
@@ -154,16 +154,14 @@ class RedisStore:
         spec = self.spec(collection)
         totals: dict[str, int] = {}
         for chunk in chunk_ops(ops, self._chunk_updates):
-            reply = self._run(
-                self._apply, spec, script_payload(chunk, spec), f"{topic}:{partition}"
-            )
+            reply = self._run(self._apply, spec, script_call(chunk, spec), f"{topic}:{partition}")
             for name, value in reply.items():
                 totals[name] = totals.get(name, 0) + value
         return totals
 
-    def _run(self, script: Any, spec: CollectionSpec, payload: str, argument: object) -> Any:
+    def _run(self, script: Any, spec: CollectionSpec, call: ScriptCall, argument: object) -> Any:
         keys = CollectionKeys(spec.name)
-        args = [keys.index_prefix, self._log_max_length, payload, argument]
+        args = [keys.index_prefix, self._log_max_length, call.payload, argument, *call.rows]
         try:
             reply = script(keys=keys.script_keys(), args=args)
         except redis.ResponseError as exc:
@@ -180,7 +178,7 @@ class RedisStore:
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
         spec = self.spec(collection)
-        return dict(self._run(self._due, spec, _layout_payload(spec), now_ms))
+        return dict(self._run(self._due, spec, _layout_call(spec), now_ms))
 
     def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
         """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.
@@ -190,7 +188,7 @@ class RedisStore:
         """
         spec = self.spec(collection)
         argument = "" if expiration_ms is None else expiration_ms
-        return int(self._run(self._horizon, spec, _layout_payload(spec), argument))
+        return int(self._run(self._horizon, spec, _layout_call(spec), argument))
 
     def scheduled(self, collection: str) -> int:
         """How many future retractions the schedule holds."""
@@ -271,10 +269,12 @@ class RedisStore:
         self.spec(collection)
         log = CollectionKeys(collection).log
         entries = cast(_StreamEntries, self._client.xrange(log, min=f"{since}-0", count=limit))
-        return [
-            LogEntry(int(entry_id.split(b"-")[0]), decode_row(fields[b"r"]), int(fields[b"d"]))
+        changes = [
+            LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
             for entry_id, fields in entries
+            for row, diff in zip(json.loads(fields[b"r"]), json.loads(fields[b"d"]), strict=True)
         ]
+        return changes if limit is None else changes[:limit]
 
     def size(self, collection: str) -> tuple[int, int]:
         """``(distinct rows, latest readable time)`` of ``collection``, read atomically."""

@@ -18,6 +18,7 @@ from collection_manager.filters import and_, eq, ge, in_, prefix
 from collection_manager.planning import SourceUpdates
 from collection_manager.requests import Append, Delete
 from collection_manager.specs import CollectionSpec
+from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore, Snapshot
 
@@ -74,6 +75,20 @@ def test_appends_consolidate_and_zero_rows_vanish(store: RedisStore, collection:
         (1, ("r1", 1, 2.0), 3),
         (2, ("r1", 1, 2.0), -3),
     ]
+
+
+def test_a_large_step_is_logged_in_entries_of_one_time(
+    store: RedisStore, collection: str, redis: redis_lib.Redis
+) -> None:
+    updates = [(("r1", worker, 0.5), 1 + worker % 3) for worker in range(1_200)]
+    store.apply(collection, "t", 0, [append(0, 0, "r1", 1, updates)])
+    store.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 7, 0.5), -2)])])
+    changes = [(e.time, e.row, e.diff) for e in store.tail(collection)]
+    assert changes == [(1, row, diff) for row, diff in updates] + [(2, ("r1", 7, 0.5), -2)]
+    log = CollectionKeys(collection).log
+    assert [entry_id for entry_id, _ in redis.xrange(log)] == [b"1-0", b"1-1", b"1-2", b"2-0"]
+    assert [(e.time, e.row) for e in store.tail(collection, since=2)] == [(2, ("r1", 7, 0.5))]
+    assert len(store.tail(collection, limit=3)) == 3
 
 
 def test_a_replayed_group_changes_nothing(
