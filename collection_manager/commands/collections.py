@@ -1,48 +1,251 @@
-"""Reading and administering collections: ``query``, ``tail``, ``collections``."""
+"""Collections: ``query`` (rows at the latest time), ``tail`` (the change log), ``collections``.
+
+Each reading command reads from Redis only, then renders with pure functions (``*_json``
+for ``--format json``, ``*_table`` for people).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from collection_manager import infra
-from collection_manager.commands import print_json, print_table
+from collection_manager.commands import (
+    CREATE_HINT,
+    TableView,
+    add_format_option,
+    collection_spec,
+    header,
+    plural,
+    show,
+)
+from collection_manager.commands.status import (
+    COUNTERS,
+    CollectionInfo,
+    collection_info,
+    counter_headers,
+)
+from collection_manager.commands.where import HELP as WHERE_HELP
+from collection_manager.commands.where import parse_where
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.errors import CollectionManagerError, FilterError, SchemaError
-from collection_manager.filters import Filter, and_, eq, is_null
-from collection_manager.specs import CollectionSpec, Value
-from collection_manager.storage.store import RedisStore
-from schemas.introspection import introspection_specs
+from collection_manager.errors import CollectionManagerError, SchemaError
+from collection_manager.filters import Filter, describe
+from collection_manager.specs import CollectionSpec, Row, Value
+from collection_manager.storage.store import LogEntry, RedisStore, Snapshot
+from schemas.introspection import introspection_spec, introspection_specs
+
+COLLECTION_HELP = "its name (`collection-manager collections list` shows them)"
+
+
+EXAMPLE_SNAPSHOT = Snapshot({("r1", "u1", 0, 41): 1, ("r1", "u1", 1, None): 1}, 42)
+EXAMPLE_LOG = [
+    LogEntry(41, ("r1", "u1", 0, 40), -1),
+    LogEntry(41, ("r1", "u1", 0, 41), 1),
+]
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def register(commands: Any) -> None:
     """Adds ``query``, ``tail`` and ``collections``."""
+    spec = introspection_spec("compute_frontiers")
     query = commands.add_parser("query", help="a collection's rows at its latest time")
-    query.add_argument("collection")
+    query.add_argument("collection", help=COLLECTION_HELP)
     query.add_argument(
-        "--where",
-        action="append",
-        default=[],
-        metavar="COLUMN=VALUE",
-        help="keep rows whose column equals the value (repeatable; =null)",
+        "--where", action="append", default=[], metavar="COLUMN<op>VALUE", help=WHERE_HELP
     )
-    query.add_argument("--format", choices=["table", "json"], default="table")
+    add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)
 
-    tail = commands.add_parser("tail", help="a collection's changes since a time")
-    tail.add_argument("collection")
-    tail.add_argument("--since", type=int, default=0)
-    tail.add_argument("--limit", type=int, default=100)
-    tail.add_argument("--format", choices=["table", "json"], default="table")
+    tail = commands.add_parser("tail", help="a collection's changes (time, row, diff)")
+    tail.add_argument("collection", help=COLLECTION_HELP)
+    tail.add_argument("--since", type=int, default=0, help="changes at this time or later")
+    tail.add_argument("--limit", type=positive_int, default=100, help="at most this many changes")
+    add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
     tail.set_defaults(run=run_tail)
+    _register_admin(commands, spec)
 
-    admin = commands.add_parser("collections", help="list, create, describe or drop")
+
+def store_from_env() -> RedisStore:
+    """The store of the configured (or locally started) Redis."""
+    return RedisStore.connect(infra.up(from_env(InfraConfig)).redis_url)
+
+
+def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:
+    # Nulls first; a column holds one type besides null, so the values compare.
+    return tuple((0, 0) if value is None else (1, value) for value in row)
+
+
+def as_object(spec: CollectionSpec, row: Row) -> dict[str, Value]:
+    """A row as ``{column: value}`` in column order."""
+    return dict(zip(spec.column_names, row, strict=True))
+
+
+def sorted_rows(snapshot: Snapshot) -> list[tuple[Row, int]]:
+    """The snapshot's rows with their multiplicity, ordered by value."""
+    return sorted(snapshot.rows.items(), key=lambda item: _sort_key(item[0]))
+
+
+def query_json(spec: CollectionSpec, snapshot: Snapshot) -> dict[str, Any]:
+    """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``.
+
+    The row sits in its own object so that no column (``error_counts`` has ``count``)
+    clashes with the multiplicity.
+    """
+    return {
+        "collection": spec.name,
+        "as_of": snapshot.as_of,
+        "rows": [{"row": as_object(spec, row), "count": m} for row, m in sorted_rows(snapshot)],
+    }
+
+
+def query_table(spec: CollectionSpec, snapshot: Snapshot, where: Filter | None) -> TableView:
+    """The rows and their multiplicity, or a line saying there are none."""
+    rows = sorted_rows(snapshot)
+    matching = "" if where is None else f" matching {describe(where)}"
+    at = f"{spec.name} at time {snapshot.as_of}"
+    empty = f"{at}: no rows{matching}"
+    if snapshot.as_of == 0:
+        empty += " (nothing applied to it yet)"
+    return TableView(
+        title=f"{at}: {plural(len(rows), 'row')}{matching}",
+        columns=[*spec.column_names, header("count", spec.column_names)],
+        rows=[(*row, m) for row, m in rows],
+        empty=empty,
+        null="null",
+    )
+
+
+def tail_json(spec: CollectionSpec, entries: Sequence[LogEntry]) -> list[dict[str, Any]]:
+    """``[{"time", "row": {column: value}, "diff"}]``, oldest first."""
+    return [{"time": e.time, "row": as_object(spec, e.row), "diff": e.diff} for e in entries]
+
+
+def tail_table(
+    spec: CollectionSpec, entries: Sequence[LogEntry], since: int, limit: int, latest: int
+) -> TableView:
+    """The changes, or a line saying there are none since ``since``."""
+    title = f"{spec.name}: {plural(len(entries), 'change')} at times >= {since}"
+    if len(entries) >= limit:
+        title += f" (the first {limit}; raise --limit or --since for more)"
+    names = spec.column_names
+    return TableView(
+        title=title,
+        columns=[header("time", names), *names, header("diff", names)],
+        rows=[(e.time, *e.row, e.diff) for e in entries],
+        empty=f"{spec.name}: no changes at times >= {since} (its latest time is {latest})",
+        null="null",
+    )
+
+
+def run_query(args: argparse.Namespace) -> int:
+    """Prints the rows (and their multiplicity) at the collection's latest readable time."""
+    store = store_from_env()
+    spec = collection_spec(store, args.collection)
+    where = parse_where(args.where, spec)
+    snapshot = store.snapshot(spec.name, where)
+    show(args.format, query_json(spec, snapshot), query_table(spec, snapshot, where))
+    return 0
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    """Prints the changes at times >= ``--since``, oldest first."""
+    store = store_from_env()
+    spec = collection_spec(store, args.collection)
+    entries = store.tail(spec.name, args.since, args.limit)
+    _, latest = store.size(spec.name)
+    table = tail_table(spec, entries, args.since, args.limit, latest)
+    show(args.format, tail_json(spec, entries), table)
+    return 0
+
+
+def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
+    """``[{"name", "rows", "time", "columns", "indexed_columns"}]`` by name."""
+    return [
+        {
+            "name": i.spec.name,
+            "rows": i.rows,
+            "time": i.time,
+            "columns": list(i.spec.column_names),
+            "indexed_columns": list(i.spec.indexed_columns),
+        }
+        for i in infos
+    ]
+
+
+def list_table(infos: Sequence[CollectionInfo]) -> TableView:
+    """One line per collection, or how to create the first ones."""
+    return TableView(
+        title=plural(len(infos), "collection"),
+        columns=["name", "rows", "time", "columns", "indexed"],
+        rows=[
+            (
+                i.spec.name,
+                i.rows,
+                i.time,
+                ", ".join(i.spec.column_names),
+                ", ".join(i.spec.indexed_columns),
+            )
+            for i in infos
+        ],
+        empty=f"no collections yet; {CREATE_HINT}",
+    )
+
+
+def describe_json(info: CollectionInfo) -> dict[str, Any]:
+    """``{"name", "rows", "time", "columns": [{...}], "counters", "row_schema"}``."""
+    spec = info.spec
+    return {
+        "name": spec.name,
+        "rows": info.rows,
+        "time": info.time,
+        "columns": [
+            {
+                "name": c.name,
+                "type": c.type,
+                "nullable": c.nullable,
+                "indexed": c.name in spec.indexed_columns,
+            }
+            for c in spec.columns
+        ],
+        "counters": info.counters,
+        "row_schema": spec.row_schema,
+    }
+
+
+def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
+    """The columns, and the counters of what was applied."""
+    spec = info.spec
+    columns = TableView(
+        title=f"{spec.name}: {plural(info.rows, 'row')} at time {info.time}",
+        columns=["column", "type", "nullable", "indexed"],
+        rows=[(c.name, c.type, c.nullable, c.name in spec.indexed_columns) for c in spec.columns],
+        empty=f"{spec.name} has no columns",
+    )
+    counters = TableView(
+        title=f"{spec.name}: applied so far",
+        columns=counter_headers(),
+        rows=[tuple(info.counters[c] for c in COUNTERS)],
+        empty="",
+    )
+    return columns, counters
+
+
+def _register_admin(commands: Any, spec: CollectionSpec) -> None:
+    admin = commands.add_parser("collections", help="list, create, describe or drop collections")
     admin.add_argument(
         "action", choices=["list", "create", "create-introspection", "describe", "drop"]
     )
-    admin.add_argument("name", nargs="?")
+    admin.add_argument("name", nargs="?", help="the collection (create, describe, drop)")
     admin.add_argument("--schema", type=Path, help="create: the Avro record schema (.avsc)")
     admin.add_argument(
         "--index",
@@ -51,85 +254,15 @@ def register(commands: Any) -> None:
         metavar="COLUMN",
         help="create: a string or long column to index (repeatable)",
     )
-    admin.add_argument("--format", choices=["table", "json"], default="table")
+    example = CollectionInfo(spec, 2, 42, dict.fromkeys(COUNTERS, 0) | {"requests": 3})
+    add_format_option(
+        admin,
+        {
+            "collections list": list_json([example]),
+            "collections describe compute_frontiers": describe_json(example),
+        },
+    )
     admin.set_defaults(run=run_admin)
-
-
-def _store() -> RedisStore:
-    return RedisStore.connect(infra.up(from_env(InfraConfig)).redis_url)
-
-
-def _literal(text: str, column: str, spec: CollectionSpec) -> Value:
-    kinds = {c.name: c.type for c in spec.columns}
-    kind = kinds[column]
-    try:
-        if kind == "long":
-            return int(text)
-        if kind == "double":
-            return float(text)
-    except ValueError:
-        raise FilterError(f"--where {column}={text}: {column} is a {kind} column") from None
-    if kind == "boolean":
-        if text not in ("true", "false"):
-            raise FilterError(f"--where {column}={text}: {column} is boolean (true or false)")
-        return text == "true"
-    return text
-
-
-def parse_where(terms: list[str], spec: CollectionSpec) -> Filter | None:
-    """The filter of ``--where column=value`` terms (all must hold).
-
-    Raises:
-        FilterError: naming the bad term and the valid columns.
-    """
-    filters: list[Filter] = []
-    for term in terms:
-        column, sep, text = term.partition("=")
-        if not sep or column not in spec.column_names:
-            valid = ", ".join(spec.column_names)
-            raise FilterError(f"--where {term!r}: expected COLUMN=VALUE with a column of {valid}")
-        filters.append(
-            is_null(column) if text == "null" else eq(column, _literal(text, column, spec))
-        )
-    if not filters:
-        return None
-    return filters[0] if len(filters) == 1 else and_(*filters)
-
-
-def run_query(args: argparse.Namespace) -> int:
-    """Prints the rows (and their multiplicity) at the collection's latest readable time."""
-    store = _store()
-    spec = store.spec(args.collection)
-    snapshot = store.snapshot(args.collection, parse_where(args.where, spec))
-    rows = sorted(snapshot.rows.items(), key=lambda item: json.dumps(item[0], default=str))
-    if args.format == "json":
-        names = spec.column_names
-        print_json(
-            {
-                "as_of": snapshot.as_of,
-                "rows": [dict(zip(names, row, strict=True), count=m) for row, m in rows],
-            }
-        )
-    else:
-        title = f"{args.collection} as of {snapshot.as_of} ({len(rows)} rows)"
-        print_table(title, [*spec.column_names, "count"], [(*row, m) for row, m in rows])
-    return 0
-
-
-def run_tail(args: argparse.Namespace) -> int:
-    """Prints the changes at times >= ``--since``."""
-    store = _store()
-    spec = store.spec(args.collection)
-    entries = store.tail(args.collection, args.since, args.limit)
-    if args.format == "json":
-        print_json([{"time": e.time, "row": list(e.row), "diff": e.diff} for e in entries])
-    else:
-        print_table(
-            f"{args.collection} since {args.since}",
-            ["time", *spec.column_names, "diff"],
-            [(e.time, *e.row, e.diff) for e in entries],
-        )
-    return 0
 
 
 def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> CollectionSpec:
@@ -142,36 +275,31 @@ def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> Colle
     return CollectionSpec(name, row_schema, tuple(indexed))
 
 
+def _named(store: RedisStore, args: argparse.Namespace) -> CollectionSpec:
+    if args.name is None:
+        raise CollectionManagerError(f"collections {args.action} needs a collection name")
+    return collection_spec(store, args.name)
+
+
 def run_admin(args: argparse.Namespace) -> int:
     """Lists, creates (the built-in introspection ones), describes or drops collections."""
-    store = _store()
+    store = store_from_env()
     if args.action == "create-introspection":
         for spec in introspection_specs():
             store.create_collection(spec)
         print("created: " + ", ".join(spec.name for spec in introspection_specs()))
     elif args.action == "list":
-        names = store.collections()
-        if args.format == "json":
-            print_json(names)
-        else:
-            print_table("collections", ["name"], [(n,) for n in names])
-    elif args.name is None:
-        raise CollectionManagerError(f"collections {args.action} needs a collection name")
+        infos = [collection_info(store, name) for name in store.collections()]
+        show(args.format, list_json(infos), list_table(infos))
     elif args.action == "create":
+        if args.name is None:
+            raise CollectionManagerError("collections create needs a collection name")
         store.create_collection(_spec_from_file(args.name, args.schema, args.index))
         print(f"created {args.name}")
     elif args.action == "describe":
-        spec = store.spec(args.name)
-        columns = [
-            (c.name, c.type, c.nullable, c.name in spec.indexed_columns) for c in spec.columns
-        ]
-        if args.format == "json":
-            stats = store.stats(spec.name)
-            print_json({"name": spec.name, "row_schema": spec.row_schema, "stats": stats})
-        else:
-            print_table(spec.name, ["column", "type", "nullable", "indexed"], columns)
+        info = collection_info(store, _named(store, args).name)
+        show(args.format, describe_json(info), *describe_tables(info))
     else:
-        store.spec(args.name)  # unknown collections are an error, not a silent no-op
-        store.drop_collection(args.name)
+        store.drop_collection(_named(store, args).name)
         print(f"dropped {args.name}")
     return 0

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
 from collection_manager import infra
-from collection_manager.commands import print_json, print_table
+from collection_manager.commands import TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
-from collection_manager.controller import Controller
+from collection_manager.controller import Controller, ReplicaStatus, now_ms
 
 
 def register(commands: Any) -> None:
@@ -37,7 +36,7 @@ def register(commands: Any) -> None:
     remove.set_defaults(run=run_remove)
 
     listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
-    listing.add_argument("--format", choices=["table", "json"], default="table")
+    add_format_option(listing, {"replicas": replicas_json(EXAMPLE_REPLICAS)})
     listing.set_defaults(run=run_replicas)
 
     controller = commands.add_parser("controller", help="run the controller's lease loop")
@@ -121,36 +120,77 @@ def run_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def _time(ms: int | None) -> str | None:
+def _span(seconds: int) -> str:
+    for unit, size, up_to in (("s", 1, 120), ("min", 60, 120), ("h", 3600, 48)):
+        if seconds < size * up_to:
+            return f"{seconds // size}{unit}"
+    return f"{seconds // 86400}d"
+
+
+def moment(ms: int | None, now_ms: int) -> str | None:
+    """``2025-01-01 12:00:03Z (in 3s)``: UTC to the second, and how far from now."""
     if ms is None:
         return None
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
-    return moment.isoformat(timespec="milliseconds")
+    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    seconds = round((ms - now_ms) / 1000)
+    if seconds == 0:
+        relative = "now"
+    elif seconds > 0:
+        relative = f"in {_span(seconds)}"
+    else:
+        relative = f"{_span(-seconds)} ago"
+    return f"{at:%Y-%m-%d %H:%M:%S}Z ({relative})"
+
+
+def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:
+    """Each replica as an object; its times are ms since the Unix epoch, or null."""
+    return [
+        {
+            "replica_id": r.replica_id,
+            "epoch": r.epoch,
+            "state": r.state,
+            "lease_expires_at": r.lease_expires_at,
+            "last_heartbeat_at": r.last_heartbeat_at,
+            "added_at": r.added_at,
+            "reason": r.reason,
+        }
+        for r in rows
+    ]
+
+
+def replicas_table(rows: Sequence[ReplicaStatus], now_ms: int) -> TableView:
+    """One line per replica, or how to start the first one."""
+    columns = ["id", "epoch", "state", "lease expires", "last heartbeat", "added", "reason"]
+    cells = [
+        (
+            r.replica_id,
+            r.epoch,
+            r.state,
+            moment(r.lease_expires_at, now_ms),
+            moment(r.last_heartbeat_at, now_ms),
+            moment(r.added_at, now_ms),
+            r.reason,
+        )
+        for r in rows
+    ]
+    empty = "no replicas yet; start one with `collection-manager replica run --id r1`"
+    return TableView(plural(len(rows), "replica"), columns, cells, empty, null="-")
+
+
+EXAMPLE_REPLICAS = [
+    ReplicaStatus("r1", 3, "active", 1735732810000, 1735732800500, 1735732000000, ""),
+    ReplicaStatus("r2", 1, "removed", None, None, 1735731000000, "lease expired"),
+]
 
 
 def run_replicas(args: argparse.Namespace) -> int:
-    """Prints every replica with its epoch, lease expiry, last heartbeat and state."""
+    """Prints every replica with its epoch, state, lease expiry and last heartbeat."""
     controller = _controller(infra.up(from_env(InfraConfig)))
     try:
         rows = controller.replicas()
     finally:
         controller.close()
-    if args.format == "json":
-        print_json([dataclasses.asdict(row) for row in rows])
-        return 0
-    columns = ["id", "epoch", "lease expiry", "last heartbeat", "state", "reason"]
-    table = [
-        (
-            r.replica_id,
-            r.epoch,
-            _time(r.lease_expires_at),
-            _time(r.last_heartbeat_at),
-            r.state,
-            r.reason,
-        )
-        for r in rows
-    ]
-    print_table("replicas", columns, table)
+    show(args.format, replicas_json(rows), replicas_table(rows, now_ms()))
     return 0
 
 

@@ -4,49 +4,37 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.cli import build_parser
-from collection_manager.commands.collections import parse_where
-from collection_manager.errors import FilterError
-from collection_manager.filters import and_, eq, is_null
-from schemas.introspection import introspection_spec
-
-FRONTIERS = introspection_spec("compute_frontiers")
-HYDRATION = introspection_spec("hydration_status")
-
-
-def test_where_terms_are_typed_by_their_column() -> None:
-    where = parse_where(["replica_id=r1", "worker_id=3", "frontier=null"], FRONTIERS)
-    assert where == and_(eq("replica_id", "r1"), eq("worker_id", 3), is_null("frontier"))
-    assert parse_where(["hydrated=true"], HYDRATION) == eq("hydrated", True)
-    assert parse_where([], FRONTIERS) is None
-
-
-@pytest.mark.parametrize(
-    ("term", "message"),
-    [
-        ("nope=1", "with a column of replica_id, export_id, worker_id, frontier"),
-        ("worker_id", "expected COLUMN=VALUE"),
-        ("worker_id=x", "worker_id is a long column"),
-    ],
-)
-def test_bad_where_terms_say_what_is_valid(term: str, message: str) -> None:
-    with pytest.raises(FilterError, match=message):
-        parse_where([term], FRONTIERS)
-
-
-def test_bad_boolean_is_named() -> None:
-    with pytest.raises(FilterError, match=r"hydrated is boolean \(true or false\)"):
-        parse_where(["hydrated=yes"], HYDRATION)
+from collection_manager.cli import build_parser, main
 
 
 def test_every_subcommand_parses() -> None:
     parser = build_parser()
     for argv in (
         ["infra", "status"],
-        ["query", "c", "--where", "a=1"],
-        ["tail", "c"],
-        ["collections", "list"],
+        ["query", "c", "--where", "a=1", "--where", "b>=2", "--format", "json"],
+        ["tail", "c", "--since", "3", "--limit", "10", "--format", "json"],
+        ["collections", "list", "--format", "json"],
+        ["collections", "describe", "c"],
+        ["status", "--format", "json"],
+        ["replicas", "--format", "json"],
         ["consume", "--duration", "1"],
         ["demo"],
     ):
         assert callable(parser.parse_args(argv).run)
+
+
+@pytest.mark.parametrize("command", ["query", "tail", "status", "replicas", "collections"])
+def test_reading_commands_take_format_table_or_json(command: str) -> None:
+    argv = [command, *(["c"] if command in ("query", "tail") else [])]
+    argv = [*argv, "list"] if command == "collections" else argv
+    parser = build_parser()
+    assert parser.parse_args(argv).format == "table"
+    assert parser.parse_args([*argv, "--format", "json"]).format == "json"
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv, "--format", "yaml"])
+
+
+def test_tail_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["tail", "c", "--limit", "0"])
+    assert "must be at least 1" in capsys.readouterr().err

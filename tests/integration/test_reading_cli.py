@@ -1,0 +1,312 @@
+"""The reading commands through the real CLI (``main``) on a real Redis.
+
+Each test has its own collection (named after the test), controller namespace and replica
+ids, so it can run beside other tests on the same services; the shared consumer record
+(``cm:consumer``) is put back as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+
+from collection_manager import infra
+from collection_manager.cli import main
+from collection_manager.config import ReplicaConfig
+from collection_manager.controller import Controller
+from collection_manager.filters import eq
+from collection_manager.requests import Append, Delete
+from collection_manager.specs import CollectionSpec
+from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.store import RedisStore
+from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
+
+# A "count" column on purpose: it must not clash with the multiplicity in the output.
+ROW_SCHEMA = {
+    "type": "record",
+    "name": "health",
+    "fields": [
+        {"name": "replica_id", "type": "string"},
+        {"name": "worker_id", "type": "long"},
+        {"name": "hydrated", "type": "boolean"},
+        {"name": "count", "type": ["null", "long"]},
+    ],
+}
+COLUMNS = "replica_id (string), worker_id (long), hydrated (boolean), count (long or null)"
+
+
+@pytest.fixture
+def cli_env(
+    monkeypatch: pytest.MonkeyPatch, endpoints: infra.Endpoints, unique: str, tmp_path: Path
+) -> str:
+    """The CLI pointed at the session's services, with its own replica namespace."""
+    monkeypatch.setenv("CM_REDIS_URL", endpoints.redis_url)
+    monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", endpoints.kafka_bootstrap)
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CM_REPLICA_NAMESPACE", f"cm:replicas:{unique}")
+    return unique
+
+
+@pytest.fixture
+def store(redis: redis_lib.Redis) -> RedisStore:
+    return RedisStore(redis)
+
+
+@pytest.fixture
+def collection(store: RedisStore, cli_env: str) -> Iterator[str]:
+    """A collection holding two rows of r1 at time 3, after r2's rows were deleted at 2."""
+    name = f"reading-{cli_env}"
+    store.create_collection(CollectionSpec(name, ROW_SCHEMA, ("replica_id",)))
+    first = [(("r1", 0, True, 5), 1), (("r1", 1, False, None), 1), (("r2", 0, True, 7), 2)]
+    requests: list[Any] = [
+        (0, Append(name, "r1", 1, first, produced_at=0)),
+        (1, Delete(name, eq("replica_id", "r2"), "gone")),
+        (2, Append(name, "r1", 1, [(("r1", 0, True, 5), -1), (("r1", 0, True, 6), 1)], 0)),
+    ]
+    store.apply_requests(f"t-{cli_env}", 0, requests)
+    yield name
+    store.drop_collection(name)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def cells(table: str, having: str) -> list[list[str]]:
+    """The cells of the table lines that contain ``having``."""
+    lines = [line for line in table.splitlines() if having in line and line.startswith("│")]
+    return [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines]
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    status, out, err = run(capsys, *argv, "--format", "json")
+    assert (status, err) == (0, "")
+    return json.loads(out)
+
+
+def test_query_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], collection: str) -> None:
+    status, out, err = run(capsys, "query", collection)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"{collection} at time 3: 2 rows"
+    assert "replica_id" in lines[2] and "(count)" in lines[2]
+    assert cells(out, "r1") == [["r1", "0", "true", "6", "1"], ["r1", "1", "false", "null", "1"]]
+    assert run_json(capsys, "query", collection) == {
+        "collection": collection,
+        "as_of": 3,
+        "rows": [
+            {"row": {"replica_id": "r1", "worker_id": 0, "hydrated": True, "count": 6}, "count": 1},
+            {
+                "row": {"replica_id": "r1", "worker_id": 1, "hydrated": False, "count": None},
+                "count": 1,
+            },
+        ],
+    }
+
+
+def test_query_where_and_no_rows(capsys: pytest.CaptureFixture[str], collection: str) -> None:
+    found = run_json(capsys, "query", collection, "--where", "replica_id=r1", "--where", "count>5")
+    assert [entry["row"]["count"] for entry in found["rows"]] == [6]
+    found = run_json(capsys, "query", collection, "--where", "count=null")
+    assert [entry["row"]["worker_id"] for entry in found["rows"]] == [1]
+    status, out, _ = run(capsys, "query", collection, "--where", "replica_id=r2")
+    assert (status, out) == (0, f"{collection} at time 3: no rows matching replica_id = 'r2'\n")
+    assert run_json(capsys, "query", collection, "--where", "replica_id=r2")["rows"] == []
+
+
+def test_tail_prints_the_changes(capsys: pytest.CaptureFixture[str], collection: str) -> None:
+    changes = run_json(capsys, "tail", collection)
+    assert sorted(
+        (c["time"], c["row"]["worker_id"], c["row"]["count"], c["diff"]) for c in changes
+    ) == [
+        (1, 0, 5, 1),
+        (1, 0, 7, 2),
+        (1, 1, None, 1),
+        (2, 0, 7, -2),
+        (3, 0, 5, -1),
+        (3, 0, 6, 1),
+    ]
+    assert list(changes[0]["row"]) == ["replica_id", "worker_id", "hydrated", "count"]
+    assert [c["time"] for c in run_json(capsys, "tail", collection, "--since", "2")] == [2, 3, 3]
+    assert len(run_json(capsys, "tail", collection, "--limit", "2")) == 2
+    status, out, _ = run(capsys, "tail", collection, "--since", "2")
+    assert status == 0
+    assert out.splitlines()[0] == f"{collection}: 3 changes at times >= 2"
+    assert any("r2" in line and "-2" in line for line in out.splitlines())
+    status, out, _ = run(capsys, "tail", collection, "--since", "4")
+    assert out == f"{collection}: no changes at times >= 4 (its latest time is 3)\n"
+
+
+def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], collection: str) -> None:
+    listed = {entry["name"]: entry for entry in run_json(capsys, "collections", "list")}
+    assert listed[collection] == {
+        "name": collection,
+        "rows": 2,
+        "time": 3,
+        "columns": ["replica_id", "worker_id", "hydrated", "count"],
+        "indexed_columns": ["replica_id"],
+    }
+    described = run_json(capsys, "collections", "describe", collection)
+    assert described["columns"][0] == {
+        "name": "replica_id",
+        "type": "string",
+        "nullable": False,
+        "indexed": True,
+    }
+    assert (described["rows"], described["time"], described["counters"]["requests"]) == (2, 3, 3)
+    status, out, _ = run(capsys, "collections", "describe", collection)
+    assert status == 0
+    assert out.splitlines()[0] == f"{collection}: 2 rows at time 3"
+
+
+@pytest.fixture
+def consumer_record(redis: redis_lib.Redis, endpoints: infra.Endpoints) -> Iterator[None]:
+    """A known consumer record in ``cm:consumer``; what was there before is put back."""
+    saved = redis.hgetall(CONSUMER)
+    redis.delete(CONSUMER)
+    record_batch(endpoints.redis_url, BatchMetrics(7, {}, 2, 1, {0: 41}))
+    progress = {
+        "batchId": 7,
+        "processedRowsPerSecond": 120.4,
+        "timestamp": "2025-01-01T12:00:00.000Z",
+        "sources": [
+            {"endOffset": {"cm.requests": {"0": 41}}, "latestOffset": {"cm.requests": {"0": 45}}}
+        ],
+    }
+    record_progress(endpoints.redis_url, progress)
+    try:
+        yield
+    finally:
+        redis.delete(CONSUMER)
+        if saved:
+            redis.hset(CONSUMER, mapping=saved)
+
+
+@pytest.mark.usefixtures("consumer_record")
+def test_status_shows_the_consumer_and_the_collections(
+    capsys: pytest.CaptureFixture[str], collection: str, store: RedisStore
+) -> None:
+    found = run_json(capsys, "status")
+    assert found["consumer"] == {
+        "batches": 1,
+        "dead_letters": 2,
+        "control_requests": 1,
+        "processed_rows_per_s": 120.4,
+        "last_batch_id": 7,
+        "last_progress_at": "2025-01-01T12:00:00.000Z",
+        "lag_total": 4,
+        "lag": [{"topic": "cm.requests", "partition": 0, "lag": 4}],
+    }
+    ours = [entry for entry in found["collections"] if entry["name"] == collection]
+    stats = store.stats(collection)
+    assert ours == [
+        {
+            "name": collection,
+            "rows": 2,
+            "time": 3,
+            "counters": {name: stats.get(name, 0) for name in ours[0]["counters"]},
+        }
+    ]
+    assert ours[0]["counters"]["requests"] == 3
+    status, out, _ = run(capsys, "status")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "consumer"
+    assert cells(out, "cm.requests") == [["cm.requests", "0", "4"]]
+    assert any(line.startswith(f"│ {collection} ") for line in lines)
+
+
+def test_replicas_lists_members(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cli_env: str,
+    kafka: str,
+    endpoints: infra.Endpoints,
+    topic: str,
+) -> None:
+    monkeypatch.setenv("CM_TOPIC", topic)
+    status, out, _ = run(capsys, "replicas")
+    assert (status, out) == (
+        0,
+        "no replicas yet; start one with `collection-manager replica run --id r1`\n",
+    )
+    assert run_json(capsys, "replicas") == []
+    config = ReplicaConfig(replica_namespace=f"cm:replicas:{cli_env}")
+    controller = Controller.connect(kafka, endpoints.redis_url, topic, config)
+    first, second = f"{cli_env}-a", f"{cli_env}-b"
+    try:
+        controller.add_replica(first)
+        controller.add_replica(second)
+        controller.remove_replica(second, "removed by the test")
+    finally:
+        controller.close()
+    listed = run_json(capsys, "replicas")
+    assert [(r["replica_id"], r["epoch"], r["state"], r["reason"]) for r in listed] == [
+        (first, 1, "active", ""),
+        (second, 1, "removed", "removed by the test"),
+    ]
+    assert listed[0]["lease_expires_at"] is not None
+    assert listed[1]["lease_expires_at"] is None
+    status, out, _ = run(capsys, "replicas")
+    assert [row[:3] for row in cells(out, cli_env)] == [
+        [first, "1", "active"],
+        [second, "1", "removed"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["query", "{collection}x"],
+            "unknown collection '{collection}x' (did you mean '{collection}'?); collections: ",
+        ),
+        (["tail", "{collection}x"], "unknown collection '{collection}x' (did you mean"),
+        (["collections", "describe", "{collection}x"], "unknown collection '{collection}x'"),
+        (
+            ["query", "{collection}", "--where", "nope=1"],
+            f"unknown column 'nope'; columns of {{collection}}: {COLUMNS}",
+        ),
+        (
+            ["query", "{collection}", "--where", "count==1"],
+            "unknown operator '==' (did you mean '='?); operators: =, !=, <, <=, >, >=, ^=",
+        ),
+        (
+            ["query", "{collection}", "--where", "count=x"],
+            "count is a long column; expected an integer",
+        ),
+        (
+            ["query", "{collection}", "--where", "hydrated=yes"],
+            "hydrated is a boolean column; expected true or false",
+        ),
+        (
+            ["query", "{collection}", "--where", "count"],
+            "expected COLUMN<op>VALUE, e.g. replica_id=r1",
+        ),
+    ],
+    ids=[
+        "query-unknown",
+        "tail-unknown",
+        "describe-unknown",
+        "column",
+        "operator",
+        "long-value",
+        "boolean-value",
+        "syntax",
+    ],
+)
+def test_errors_are_one_line_saying_what_is_valid(
+    capsys: pytest.CaptureFixture[str], collection: str, argv: list[str], message: str
+) -> None:
+    status, out, err = run(capsys, *(arg.format(collection=collection) for arg in argv))
+    assert (status, out) == (1, "")
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert message.format(collection=collection) in err
