@@ -11,6 +11,7 @@ import dataclasses
 import os
 import types
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,6 +64,16 @@ def from_env(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
         if name in environ:
             values[field.name] = _parse(environ[name], hints[field.name], name)
     return cls(**values)
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit for logs: a password in it (``redis://:secret@host``) becomes ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def _default_cache_dir() -> Path:
@@ -141,7 +152,9 @@ class ConsumerConfig:
         1_048_576, "Requests larger than this go to the dead-letter topic."
     )
     log_max_length: int = setting(
-        1_000_000, "Approximate number of change-log entries kept per collection."
+        1_000_000,
+        "Approximate number of change-log entries kept per collection; an entry holds the "
+        "updates of one time, up to 512.",
     )
     expiration_offset_ms: int = setting(
         0,

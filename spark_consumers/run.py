@@ -10,7 +10,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from collection_manager.config import ConsumerConfig, SparkConfig
+from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
 from collection_manager.errors import ConsumerError
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
@@ -100,6 +100,9 @@ def run_consumer(
     config = config.with_checkpoint(infra_config)
     query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
     logger.info(
-        "consuming %s from %s into %s", config.topic, endpoints.kafka_bootstrap, endpoints.redis_url
+        "consuming %s from %s into %s",
+        config.topic,
+        endpoints.kafka_bootstrap,
+        redact_url(endpoints.redis_url),
     )
     watch(query, stop, duration_s, endpoints.redis_url, timer)

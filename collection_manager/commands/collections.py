@@ -76,8 +76,8 @@ def register(commands: Any) -> None:
 
 
 def store_from_env() -> RedisStore:
-    """The store of the configured (or locally started) Redis."""
-    return RedisStore.connect(infra.up(from_env(InfraConfig)).redis_url)
+    """The store of the configured (or running local) Redis; starts nothing."""
+    return RedisStore.connect(infra.running(from_env(InfraConfig)).redis_url)
 
 
 def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:

@@ -8,13 +8,17 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collection_manager import infra
 from collection_manager.commands import TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.controller import Controller, ReplicaStatus, now_ms
+
+if TYPE_CHECKING:
+    from producers.agent import ReplicaAgent
 
 
 def register(commands: Any) -> None:
@@ -29,6 +33,11 @@ def register(commands: Any) -> None:
     run.add_argument("--steps", type=int, help="stop changing after this many steps")
     run.add_argument("--seed", type=int, help="fixes the simulated history")
     run.add_argument("--duration", type=float, help="stop after this many seconds")
+    run.add_argument(
+        "--state-file",
+        type=Path,
+        help="with --steps: once they are all acknowledged, write the agent's rows there (JSON)",
+    )
     run.set_defaults(run=run_replica)
     remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
     remove.add_argument("replica_id")
@@ -73,6 +82,23 @@ def _wait(stop: threading.Event, duration: float | None, done: Callable[[], bool
             return
 
 
+def _until_stopped(agent: ReplicaAgent, state_file: Path | None) -> Callable[[], bool]:
+    """``done`` of :func:`_wait`; also writes ``state_file`` once, when the agent settled."""
+    from producers.agent import save_state
+
+    saved = False
+
+    def done() -> bool:
+        nonlocal saved
+        # Settled, then not stopped: its subscribes finished their steps, none was cancelled.
+        if state_file is not None and not saved and agent.settled and not agent.stopped:
+            save_state(state_file, agent.state())
+            saved = True
+        return agent.stopped
+
+    return done
+
+
 def run_replica(args: argparse.Namespace) -> int:
     """Adds the replica, runs its agent, and removes it again on a clean stop."""
     from producers.agent import AgentConfig, ReplicaAgent
@@ -92,7 +118,7 @@ def run_replica(args: argparse.Namespace) -> int:
         agent = ReplicaAgent(args.replica_id, config, still_member=controller.is_current)
         agent.start(epoch)
         print(f"replica {args.replica_id} running at epoch {epoch}", flush=True)
-        _wait(stop, args.duration, lambda: agent.stopped)
+        _wait(stop, args.duration, _until_stopped(agent, args.state_file))
         # Stopped by itself: removed (by the controller or an operator), or it failed.
         on_its_own = agent.reason if agent.stopped else None
         agent.stop("agent stopping")
@@ -108,7 +134,7 @@ def run_replica(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     """Removes a replica: retracts its rows everywhere and fences its epoch."""
-    controller = _controller(infra.up(from_env(InfraConfig)))
+    controller = _controller(infra.running(from_env(InfraConfig)))
     try:
         epoch = controller.remove_replica(args.replica_id, args.reason)
     finally:
@@ -185,7 +211,7 @@ EXAMPLE_REPLICAS = [
 
 def run_replicas(args: argparse.Namespace) -> int:
     """Prints every replica with its epoch, state, lease expiry and last heartbeat."""
-    controller = _controller(infra.up(from_env(InfraConfig)))
+    controller = _controller(infra.running(from_env(InfraConfig)))
     try:
         rows = controller.replicas()
     finally:

@@ -159,7 +159,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Prints the consumer's progress and lag, and each collection's counters."""
-    url = infra.up(from_env(InfraConfig)).redis_url
+    url = infra.running(from_env(InfraConfig)).redis_url
     store = RedisStore.connect(url)
     client = redis.Redis.from_url(url, decode_responses=True)
     try:

@@ -109,6 +109,32 @@ def up(config: InfraConfig) -> Endpoints:
         return Endpoints(addresses["kafka"], addresses["redis"], tuple(started))
 
 
+def running(config: InfraConfig) -> Endpoints:
+    """The configured or recorded services, for commands that only use them (reads, removal).
+
+    Unlike ``up`` it starts nothing: a read must not leave a broker running behind it.
+
+    Raises:
+        InfrastructureError: when a service is neither configured nor running.
+    """
+    recorded = load_services(config.services_file)
+    addresses: dict[str, str] = {}
+    for name in ("kafka", "redis"):
+        configured = _configured(config, name)
+        old = recorded.get(name)
+        if configured:
+            addresses[name] = configured
+        elif old and _running(old):
+            addresses[name] = old.address
+        else:
+            variable = "CM_KAFKA_BOOTSTRAP" if name == "kafka" else "CM_REDIS_URL"
+            raise InfrastructureError(
+                f"no {name} to use: start one with `collection-manager infra up` "
+                f"(state dir {config.state_dir}) or set {variable}"
+            )
+    return Endpoints(addresses["kafka"], addresses["redis"])
+
+
 def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[str]:
     """Stops the recorded local services among ``names``; returns those it stopped."""
     stopped = []

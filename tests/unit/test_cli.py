@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from collection_manager.cli import build_parser, main
@@ -38,3 +40,21 @@ def test_tail_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["tail", "c", "--limit", "0"])
     assert "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv", [["query", "c"], ["tail", "c"], ["status"], ["replicas"], ["replica", "remove", "r1"]]
+)
+def test_reading_commands_start_nothing(
+    argv: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("CM_KAFKA_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("CM_REDIS_URL", raising=False)
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no kafka to use: start one with `collection-manager infra up`")
+    assert list(tmp_path.iterdir()) == []  # no services file: nothing was started
