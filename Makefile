@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit infra-up infra-down infra-status clean
+.PHONY: demo test lint unit bench infra-up infra-down infra-status clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/collection-manager demo
+
+# Every benchmark (under 15 minutes on 2 cores), then docs/benchmarks.md and its plots.
+bench: $(STAMP)
+	$(BIN)/collection-manager bench all
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

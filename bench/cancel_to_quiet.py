@@ -27,6 +27,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import report, services
+from bench.targets import CANCEL_QUIET_MS
 from producers.kafka_producer import KafkaProducer, OptionValue, ProducerConfig
 from producers.shutdown import Cancelled, ShutdownToken, guard
 from producers.simulated import Update, large_snapshot
@@ -34,7 +35,7 @@ from producers.simulated import Update, large_snapshot
 KEY = b"arrangement_sizes"
 PARTITIONS = 4
 SETTLE_S = 1.0
-TARGET_MS = 100.0
+TARGET_MS = CANCEL_QUIET_MS.bound
 
 
 def encode(update: Update) -> bytes:
@@ -144,12 +145,15 @@ class CancelRun:
     after_quiet: int
 
 
-def wait_to_cancel(producer: KafkaProducer, scenario: Scenario, after_s: float) -> float:
-    """Waits ``after_s`` (or, when held, until the queue is full); returns seconds waited."""
+def wait_to_cancel(producer: KafkaProducer, scenario: Scenario, after_s: float, rows: int) -> float:
+    """Waits ``after_s`` (or, when held, until the queue is full); returns seconds waited.
+
+    A snapshot smaller than the queue fills it only up to its own size.
+    """
     start = time.perf_counter()
     if not scenario.held:
         time.sleep(after_s)
-    while scenario.held and len(producer) < scenario.queue:
+    while scenario.held and len(producer) < min(scenario.queue, rows):
         time.sleep(0.001)
     return time.perf_counter() - start
 
@@ -162,7 +166,7 @@ def cancel_run(bootstrap: str, rows: int, scenario: Scenario, after_s: float) ->
         emitted: list[int] = []
         thread = threading.Thread(target=lambda: emitted.append(emit(producer, topic, rows, token)))
         thread.start()
-        cancel_at = wait_to_cancel(producer, scenario, after_s)
+        cancel_at = wait_to_cancel(producer, scenario, after_s, rows)
         delivered_before, queued = producer.stats().delivered, len(producer)
         start = time.perf_counter()
         token.cancel("benchmark cancel")
@@ -204,29 +208,41 @@ def series(bootstrap: str, rows: int, scenario: Scenario, repeats: int) -> list[
     ]
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every run of every scenario, with the median and maximum quiet time."""
     runs: list[dict[str, Any]] = []
     with services() as endpoints:
         for scenario in SCENARIOS:
             runs += series(endpoints.kafka_bootstrap, args.rows, scenario, args.repeats)
-    fields = ("scenario", "baseline_s", "cancel_at_s", "emitted", "queued_at_cancel",
-              "purged_ms", "stopped_ms", "quiet_ms", "purged", "in_flight_at_cancel",
-              "after_quiet")  # fmt: skip
     quiet = [run["quiet_ms"] for run in runs]
-    summary = {
-        "rows": args.rows,
+    return {
+        "snapshot_rows": args.rows,
         "target_ms": TARGET_MS,
         "median_quiet_ms": statistics.median(quiet),
         "max_quiet_ms": max(quiet),
         "settle_s": SETTLE_S,
         "runs": runs,
     }
+
+
+def main() -> None:
+    args = parser().parse_args()
+    summary = run(args)
+    runs = summary["runs"]
+    fields = ("scenario", "baseline_s", "cancel_at_s", "emitted", "queued_at_cancel",
+              "purged_ms", "stopped_ms", "quiet_ms", "purged", "in_flight_at_cancel",
+              "after_quiet")  # fmt: skip
     report("cancel_to_quiet", COLUMNS, [[run[f] for f in fields] for run in runs], summary)
-    print(f"quiet after cancel: median {statistics.median(quiet):.1f} ms, max {max(quiet):.1f} ms")
+    median, most = summary["median_quiet_ms"], summary["max_quiet_ms"]
+    print(f"quiet after cancel: median {median:.1f} ms, max {most:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ from schemas.registry import request_schema
 from spark_consumers.session import build_spark_session
 
 AVRO = f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}"
+VARIANTS = {
+    "fastavro": "A: fastavro in mapInPandas",
+    "from_avro_jvm": "B: from_avro, left in the JVM",
+    "from_avro_python": "C: from_avro, then to Python",
+}
 
 
 def _publish(bootstrap: str, topic: str, requests: int, updates: int) -> None:
@@ -79,12 +84,17 @@ def _timed(run: Callable[[], int], repeats: int, expected: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--updates", type=int, default=25, help="updates per request")
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Median seconds and updates/s of each decode variant over the same cached bytes."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
@@ -113,22 +123,32 @@ def main() -> None:
             return int(df.agg(F.sum("updates")).collect()[0][0])
 
         variants = {
-            "A: fastavro in mapInPandas": lambda: sum_of(
-                raw.mapInPandas(_fastavro, "updates long")
-            ),
-            "B: from_avro, left in the JVM": lambda: sum_of(
+            "fastavro": lambda: sum_of(raw.mapInPandas(_fastavro, "updates long")),
+            "from_avro_jvm": lambda: sum_of(
                 decoded.select(F.size("body.member0.updates").alias("updates"))
             ),
-            "C: from_avro, then to Python": lambda: sum_of(
+            "from_avro_python": lambda: sum_of(
                 decoded.mapInPandas(_structs_to_python, "updates long")
             ),
         }
-        times = {name: _timed(run, args.repeats, total) for name, run in variants.items()}
-    baseline = times["A: fastavro in mapInPandas"]
+        times = {key: _timed(decode, args.repeats, total) for key, decode in variants.items()}
+    return {
+        "variants": {
+            key: {"label": VARIANTS[key], "time_s": t, "updates_per_s": total / t}
+            for key, t in times.items()
+        },
+        "updates": total,
+    }
+
+
+def main() -> None:
+    args = parser().parse_args()
+    variants = run(args)["variants"].values()
+    baseline = next(iter(variants))["time_s"]
     report(
         "decode",
         ["variant", "updates/s", "time s", "vs A"],
-        [(name, total / t, t, baseline / t) for name, t in times.items()],
+        [(v["label"], v["updates_per_s"], v["time_s"], baseline / v["time_s"]) for v in variants],
         {"requests": args.requests, "updates_per_request": args.updates},
     )
 

@@ -68,6 +68,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
 from bench.common import report, services
+from bench.targets import E2E_P99_MS, E2E_RATE, E2E_SPARK_SHARE
 from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
 from collection_manager.infra import Endpoints
 from collection_manager.requests import Append, Update
@@ -93,9 +94,9 @@ REPLICAS = ("r0", "r1", "r2")
 POLL_S = 0.01  # how often the watcher looks for probes: the latency's resolution
 SAMPLE_S = 0.2  # how often it samples the applied-request counters
 SEED_TIMEOUT_S = 180.0  # the seed also waits for Spark's first batches (Python workers)
-TARGET_RATE = 50_000
-TARGET_P99_MS = 2_000
-TARGET_SHARE = 0.5
+TARGET_RATE = E2E_RATE.bound
+TARGET_P99_MS = E2E_P99_MS.bound
+TARGET_SHARE = E2E_SPARK_SHARE.bound
 
 Phases = Callable[[], dict[str, float]]
 ConsumerFactory = Callable[[str], AbstractContextManager[Phases]]
@@ -523,18 +524,9 @@ def _quantile_ms(latencies_s: Sequence[float], q: int) -> float:
     return statistics.quantiles(latencies_s, n=100, method="inclusive")[q - 1] * 1000
 
 
-def _row(name: str, r: PathResult) -> list[Any]:
-    return [
-        name,
-        r.offered,
-        r.applied,
-        _quantile_ms(r.latencies_s, 50),
-        _quantile_ms(r.latencies_s, 99),
-        max(r.latencies_s, default=math.nan) * 1000,
-        r.lag,
-        r.drain_s,
-        r.busy * 100,
-    ]
+def _row(name: str, r: dict[str, Any]) -> list[Any]:
+    keys = ("offered", "applied", "p50_ms", "p99_ms", "max_ms", "lag", "drain_s")
+    return [name, *(r[key] for key in keys), r["busy"] * 100]
 
 
 def _targets(spark: PathResult, plain: PathResult, trigger_ms: int) -> list[str]:
@@ -543,8 +535,7 @@ def _targets(spark: PathResult, plain: PathResult, trigger_ms: int) -> list[str]
 
     p99 = _quantile_ms(spark.latencies_s, 99)
     share = spark.applied / plain.applied
-    # While both keep up, both apply what is offered and the ratio says nothing of capacity.
-    both_kept_up = max(spark.drain_s, plain.drain_s) <= 2 * trigger_ms / 1000
+    kept_up = both_kept_up(spark, plain, trigger_ms)
     return [
         f"sustained >= {TARGET_RATE:,} updates/s: Spark applied {spark.applied:,.0f} at an "
         f"offered {spark.offered:,.0f}: {verdict(spark.applied >= TARGET_RATE)}",
@@ -552,13 +543,39 @@ def _targets(spark: PathResult, plain: PathResult, trigger_ms: int) -> list[str]
         f"{verdict(p99 <= TARGET_P99_MS)}",
         f"Spark >= {TARGET_SHARE:.0%} of the baseline: {share:.0%}: "
         f"{verdict(share >= TARGET_SHARE)}"
-        + (" (both kept up: raise --rate to compare capacities)" if both_kept_up else ""),
+        + (" (both kept up: raise --rate to compare capacities)" if kept_up else ""),
     ]
 
 
-def _report(results: dict[str, PathResult], args: argparse.Namespace) -> None:
-    spark = _row("Spark", results["spark"])
-    plain = _row("baseline", results["plain"])
+def both_kept_up(spark: PathResult, plain: PathResult, trigger_ms: int) -> bool:
+    """While both keep up, both apply what is offered: the ratio says nothing of capacity."""
+    return max(spark.drain_s, plain.drain_s) <= 2 * trigger_ms / 1000
+
+
+def path_figures(r: PathResult) -> dict[str, Any]:
+    """One path's figures as plain values (latencies sorted, in ms)."""
+    return {
+        "offered": r.offered,
+        "applied": r.applied,
+        "p50_ms": _quantile_ms(r.latencies_s, 50),
+        "p99_ms": _quantile_ms(r.latencies_s, 99),
+        "max_ms": max(r.latencies_s, default=math.nan) * 1000,
+        "lag": r.lag,
+        "drain_s": r.drain_s,
+        "busy": r.busy,
+        "probes": len(r.latencies_s),
+        "unseen_probes": r.unseen,
+        "phases_s": r.phases,
+        "partition_of_collection": r.placement,
+        "machine_cpu_share": r.phases["machine_cpu"] / r.window_s / (os.cpu_count() or 1),
+        "latencies_ms": sorted(round(s * 1000, 1) for s in r.latencies_s),
+    }
+
+
+def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
+    paths = result["paths"]
+    spark = _row("Spark", paths["spark"])
+    plain = _row("baseline", paths["plain"])
     ratio = [
         "Spark/baseline",
         *(s / p if p else math.nan for s, p in zip(spark[1:], plain[1:], strict=True)),
@@ -567,31 +584,26 @@ def _report(results: dict[str, PathResult], args: argparse.Namespace) -> None:
         "consumer", "offered/s", "applied/s", "p50 ms", "p99 ms", "max ms", "lag req",
         "drain s", "busy %",
     ]  # fmt: skip
-    targets = _targets(results["spark"], results["plain"], args.trigger_ms)
+    extra_keys = ("probes", "unseen_probes", "phases_s", "partition_of_collection")
     report(
         "e2e",
         columns,
         [spark, plain, ratio],
         {
             "settings": vars(args),
-            "probes": {k: len(r.latencies_s) for k, r in results.items()},
-            "unseen_probes": {k: r.unseen for k, r in results.items()},
-            "phases_s": {k: r.phases for k, r in results.items()},
-            "partition_of_collection": {k: r.placement for k, r in results.items()},
-            "machine_cpu_share": {
-                k: r.phases["machine_cpu"] / r.window_s / (os.cpu_count() or 1)
-                for k, r in results.items()
-            },
-            "targets": targets,
+            **{key: {k: r[key] for k, r in paths.items()} for key in extra_keys},
+            "machine_cpu_share": {k: r["machine_cpu_share"] for k, r in paths.items()},
+            "targets": result["targets"],
         },
     )
     console = Console()
     console.print("Targets (printed, not asserted):")
-    for line in targets:
+    for line in result["targets"]:
         console.print(f"  {line}")
 
 
-def _arguments() -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's load and scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rate", type=float, default=50_000, help="offered updates/s")
     parser.add_argument("--duration", type=float, default=30, help="seconds of load")
@@ -609,11 +621,11 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--master", default=os.environ.get("CM_SPARK_MASTER", "local[2]"), help="Spark master"
     )
-    return parser.parse_args()
+    return parser
 
 
-def main() -> None:
-    args = _arguments()
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Both paths under the same load: their figures, and the targets as printed lines."""
     results: dict[str, PathResult] = {}
     with services() as endpoints:
         results["plain"] = run_path(
@@ -629,7 +641,16 @@ def main() -> None:
             endpoints,
             args,
         )
-    _report(results, args)
+    return {
+        "paths": {name: path_figures(r) for name, r in results.items()},
+        "both_kept_up": both_kept_up(results["spark"], results["plain"], args.trigger_ms),
+        "targets": _targets(results["spark"], results["plain"], args.trigger_ms),
+    }
+
+
+def main() -> None:
+    args = parser().parse_args()
+    _report(run(args), args)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import redis
 
@@ -81,12 +82,17 @@ def baseline_rate(client: redis.Redis, key: str, count: int, pipelined: bool) ->
     return len(updates) / (time.perf_counter() - start)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=200, help="requests of 1,000 updates")
     parser.add_argument("--group", type=int, default=50, help="requests per apply call")
     parser.add_argument("--naive-requests", type=int, default=20)
-    args = parser.parse_args()
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Measures the store and both baselines; returns their updates/s."""
     with services() as endpoints:
         client = redis.Redis.from_url(endpoints.redis_url)
         store = RedisStore(client, log_max_length=100_000)
@@ -100,6 +106,20 @@ def main() -> None:
         client.delete("bench-baseline")
         naive = baseline_rate(client, "bench-baseline", args.naive_requests, pipelined=False)
         client.delete("bench-baseline")
+    return {
+        "store_updates_per_s": ours,
+        "pipelined_updates_per_s": pipelined,
+        "naive_updates_per_s": naive,
+        "updates_per_request": UPDATES_PER_REQUEST,
+        "cancelling_fraction": 0.5,
+    }
+
+
+def main() -> None:
+    args = parser().parse_args()
+    result = run(args)
+    ours = result["store_updates_per_s"]
+    pipelined, naive = result["pipelined_updates_per_s"], result["naive_updates_per_s"]
     report(
         "store_apply",
         ["path", "updates/s", "store / this"],

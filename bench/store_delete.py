@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import redis
 
@@ -74,20 +75,44 @@ def _delete_ms(collection: _Collection, indexed: bool, repeats: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    rows = []
+    parser.add_argument(
+        "--scan-max",
+        type=int,
+        default=None,
+        help="measure the scan baseline only up to this many rows (it grows with the size)",
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Median indexed and scan delete times per collection size (scan None when skipped)."""
+    sizes = []
     with services() as endpoints:
         store = RedisStore(redis.Redis.from_url(endpoints.redis_url), log_max_length=10_000)
         for size in (int(s) for s in args.sizes.split(",")):
+            start = time.perf_counter()
             collection = _Collection(store, size)
+            build_s = time.perf_counter() - start
             indexed = _delete_ms(collection, True, args.repeats)
-            scan = _delete_ms(collection, False, args.repeats)
+            scanned = args.scan_max is None or size <= args.scan_max
+            scan = _delete_ms(collection, False, args.repeats) if scanned else None
             store.drop_collection(collection.name)
-            rows.append((size, indexed, scan, scan / indexed))
+            sizes.append({"rows": size, "indexed_ms": indexed, "scan_ms": scan, "build_s": build_s})
+    return {"sizes": sizes, "rows_deleted": VICTIM_ROWS}
+
+
+def main() -> None:
+    args = parser().parse_args()
+    result = run(args)
+    rows = [
+        (s["rows"], s["indexed_ms"], s["scan_ms"], s["scan_ms"] and s["scan_ms"] / s["indexed_ms"])
+        for s in result["sizes"]
+    ]
     report(
         "store_delete",
         ["collection rows", "indexed delete ms", "scan delete ms (baseline)", "scan / indexed"],

@@ -7,10 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from collection_manager.commands import collections, infra, pipeline, replicas, status
+from collection_manager.commands import bench, collections, infra, pipeline, replicas, status
 from collection_manager.errors import CollectionManagerError
 
-SUBCOMMANDS = (infra, collections, pipeline, status, replicas)
+SUBCOMMANDS = (infra, collections, pipeline, status, replicas, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,206 @@
+"""Every benchmark, one process each, then ``<out>/benchmarks.md`` and its plots.
+
+The full scale fits a 2-core machine in under 15 minutes; ``--quick`` is a smoke run of a
+few minutes whose figures mean nothing. Kafka and Redis are started once (or reused) for
+all benchmarks and stopped after if this run started them. The collected results go to
+``--results`` (JSON), from which ``--from-results`` renders the report again without
+running anything. Run: ``.venv/bin/python -m bench.all [--quick] [--out docs]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import machine, plots, report
+from collection_manager import infra
+from collection_manager.config import InfraConfig, from_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    """One benchmark module and its options at full and at quick scale."""
+
+    name: str
+    full: tuple[str, ...]
+    quick: tuple[str, ...]
+    timeout_s: float = 300
+    services: bool = True
+
+
+# Pure and Redis-only benchmarks first; those that start Spark last. The full scale took
+# about 7 minutes on 2 shared cores, leaving room under the 15-minute budget.
+PLAN = (
+    Bench("ttl_index", (), ("--keys", "200", "--steps", "120"), services=False),
+    Bench(
+        "store_apply",
+        ("--requests", "500", "--naive-requests", "50"),
+        ("--requests", "10", "--group", "5", "--naive-requests", "2"),
+    ),
+    Bench(
+        "store_delete",
+        ("--sizes", "10000,30000,100000,300000,1000000", "--repeats", "7"),
+        ("--sizes", "2000,5000", "--repeats", "2"),
+    ),
+    Bench("expiration", (), ("--rows", "5000")),
+    Bench("cancel_to_quiet", ("--repeats", "10"), ("--rows", "100000", "--repeats", "2")),
+    Bench("decode", (), ("--requests", "500", "--repeats", "1")),
+    Bench(
+        "e2e",
+        ("--duration", "60"),
+        ("--rate", "5000", "--duration", "5", "--updates", "100", "--keys", "500"),
+        timeout_s=600,
+    ),
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The options of ``bench all``."""
+    parser = argparse.ArgumentParser(prog="collection-manager bench all", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny scale: a smoke run")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs", help="where the report goes")
+    parser.add_argument(
+        "--only", help="comma-separated benchmarks to run (default: all): " + plan_names()
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=ROOT / "bench" / "results" / "all.json",
+        help="where the collected results (JSON) go",
+    )
+    parser.add_argument(
+        "--from-results", type=Path, help="render the report from this results file; run nothing"
+    )
+    return parser
+
+
+def plan_names() -> str:
+    """The benchmarks' names, in the order they run."""
+    return ",".join(bench.name for bench in PLAN)
+
+
+def _log_tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def run_one(bench: Bench, options: Sequence[str], logs: Path) -> dict[str, Any]:
+    """Runs one benchmark in its own process (session), with a timeout; returns its record."""
+    log = logs / f"{bench.name}.log"
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp, open(log, "w") as out:
+        result_path = Path(tmp) / "result.json"
+        command = [sys.executable, "-m", "bench.one", bench.name, str(result_path), *options]
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            code: int | None = process.wait(bench.timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+            _stop(process)
+        except BaseException:  # Ctrl-C: the benchmark runs in its own session, stop it too
+            _stop(process)
+            raise
+        wall_s = time.perf_counter() - start
+        record: dict[str, Any] = {"wall_s": wall_s, "log": str(log)}
+        if code == 0 and result_path.exists():
+            return {"status": "ok", **record, **json.loads(result_path.read_text())}
+    status = "timeout" if code is None else f"failed (exit {code})"
+    scale = vars(_module_parser(bench.name).parse_args(options))
+    return {"status": status, **record, "scale": scale, "error": _log_tail(log)}
+
+
+def _module_parser(name: str) -> argparse.ArgumentParser:
+    import importlib
+
+    parser: argparse.ArgumentParser = importlib.import_module(f"bench.{name}").parser()
+    return parser
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stops the benchmark's process group (it and the JVMs or workers it started)."""
+    for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextlib.contextmanager
+def _services(needed: bool) -> Iterator[infra.Endpoints | None]:
+    """Kafka and Redis for every benchmark (started once); stopped after if started here."""
+    if not needed:
+        yield None
+        return
+    config = from_env(InfraConfig)
+    endpoints = infra.up(config)
+    try:
+        yield endpoints
+    finally:
+        infra.down(config, endpoints.started)
+
+
+def run_all(benches: Sequence[Bench], quick: bool, logs: Path) -> dict[str, Any]:
+    """Runs ``benches`` one after the other; returns the results of the whole run."""
+    logs.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results: dict[str, Any] = {"quick": quick, "benchmarks": {}}
+    with _services(any(b.services for b in benches)) as endpoints:
+        results["machine"] = machine.describe(endpoints, from_env(InfraConfig))
+        for bench in benches:
+            print(f"{bench.name}: running (log: {logs / bench.name}.log)", flush=True)
+            record = run_one(bench, bench.quick if quick else bench.full, logs)
+            results["benchmarks"][bench.name] = record
+            print(f"{bench.name}: {record['status']} in {record['wall_s']:.1f} s", flush=True)
+    results["total_s"] = time.perf_counter() - start
+    results["load_end"] = os.getloadavg()
+    return results
+
+
+def write_report(results: dict[str, Any], out: Path) -> Path:
+    """Draws the plots into ``<out>/benchmarks/`` and writes ``<out>/benchmarks.md``."""
+    drawn = plots.draw_all(results["benchmarks"], out / "benchmarks")
+    path = out / "benchmarks.md"
+    path.write_text(report.render(results, drawn))
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the benchmarks (or loads their results) and writes the report; 1 on a failure."""
+    args = parser().parse_args(argv)
+    if args.from_results:
+        results = json.loads(args.from_results.read_text())
+    else:
+        names = args.only.split(",") if args.only else [b.name for b in PLAN]
+        unknown = set(names) - {b.name for b in PLAN}
+        if unknown:
+            parser().error(f"unknown benchmarks {sorted(unknown)}; known: {plan_names()}")
+        benches = [b for b in PLAN if b.name in names]
+        results = run_all(benches, args.quick, args.results.parent / "logs")
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results, indent=1))
+        print(f"results: {args.results}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"report: {write_report(results, args.out)}")
+    print(f"total: {results['total_s']:.1f} s")
+    return 0 if all(r["status"] == "ok" for r in results["benchmarks"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""From one run's results to the report's rows: figure, value, baseline, ratio, target.
+
+Pure: takes the results ``bench.all`` collected (each benchmark's ``scale`` and
+``figures``) and returns :class:`Figure` rows. Nothing here is measured or hard-coded
+except the targets, which are requirements (``bench.targets``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from bench import targets
+from bench.targets import Target
+
+Result = dict[str, Any]  # one benchmark's record: "scale" and "figures"
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One row of the report's table.
+
+    Attributes:
+        benchmark: the benchmark module's name.
+        name: what was measured.
+        value: the measured value (None when it could not be measured).
+        unit: the unit of ``value`` and ``baseline``.
+        baseline: the same figure of the baseline, measured in the same run, if any.
+        baseline_name: what the baseline is.
+        target: the target ``value`` is held to, if any.
+        tested: False when the run's scale cannot test the target (shown as n/a).
+        note: a caveat shown beside the figure (scale, what a ratio means).
+    """
+
+    benchmark: str
+    name: str
+    value: float | None
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    target: Target | None = None
+    tested: bool = True
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """``value / baseline``, or None without both (or with a zero baseline)."""
+        if self.value is None or not self.baseline:
+            return None
+        return self.value / self.baseline
+
+    @property
+    def verdict(self) -> str:
+        """``met``, ``MISSED``, ``n/a`` (not testable at this scale) or empty (no target)."""
+        if self.target is None:
+            return ""
+        if not self.tested or self.value is None or math.isnan(self.value):
+            return "n/a"
+        return "met" if self.target.met(self.value) else "MISSED"
+
+
+def e2e(result: Result) -> list[Figure]:
+    """Spark's applied rate, latency percentiles and share of the plain-loop baseline."""
+    scale, paths = result["scale"], result["figures"]["paths"]
+    spark, plain = paths["spark"], paths["plain"]
+    base = "plain consumer loop"
+    offered_enough = scale["rate"] >= targets.E2E_RATE.bound
+    share_note = (
+        "both kept up with what was offered, so this compares load, not capacity"
+        if result["figures"]["both_kept_up"]
+        else ""
+    )
+    return [
+        Figure(
+            "e2e",
+            "Spark: applied updates/s (steady state)",
+            spark["applied"],
+            "updates/s",
+            plain["applied"],
+            base,
+            targets.E2E_RATE,
+            tested=offered_enough,
+            note=f"offered {spark['offered']:,.0f} updates/s"
+            + ("" if offered_enough else ", below the target: not a test of it")
+            + f"; {spark['lag']:,} requests behind at the last send, all applied "
+            f"{spark['drain_s']:.1f} s later",
+        ),
+        Figure(
+            "e2e",
+            "Spark: p50 publish-to-visible latency",
+            spark["p50_ms"],
+            "ms",
+            plain["p50_ms"],
+            base,
+        ),
+        Figure(
+            "e2e",
+            "Spark: p99 publish-to-visible latency",
+            spark["p99_ms"],
+            "ms",
+            plain["p99_ms"],
+            base,
+            targets.E2E_P99_MS,
+            tested=scale["trigger_ms"] == targets.E2E_TRIGGER_MS,
+            note=f"{scale['trigger_ms']} ms trigger",
+        ),
+        Figure(
+            "e2e",
+            "Spark: applied rate / baseline's",
+            _ratio(spark["applied"], plain["applied"]),
+            "",
+            target=targets.E2E_SPARK_SHARE,
+            note=share_note,
+        ),
+    ]
+
+
+def store_apply(result: Result) -> list[Figure]:
+    """The store's apply rate against both HINCRBY baselines."""
+    figures = result["figures"]
+    ours = figures["store_updates_per_s"]
+    name = "store apply (merged, consolidated, atomic script)"
+    return [
+        Figure(
+            "store_apply",
+            name,
+            ours,
+            "updates/s",
+            figures["pipelined_updates_per_s"],
+            "HINCRBY per update, pipelined",
+            targets.STORE_APPLY_RATE,
+            note=f"{figures['cancelling_fraction']:.0%} of updates cancel within a group",
+        ),
+        Figure(
+            "store_apply",
+            name,
+            ours,
+            "updates/s",
+            figures["naive_updates_per_s"],
+            "HINCRBY per update, one round trip each",
+        ),
+    ]
+
+
+def store_delete(result: Result) -> list[Figure]:
+    """Indexed delete time per collection size against the scan."""
+    sizes = result["figures"]["sizes"]
+    deleted = result["figures"]["rows_deleted"]
+    largest = max(s["rows"] for s in sizes)
+    rows = []
+    for size in sizes:
+        at_target = size["rows"] == targets.INDEXED_DELETE_AT_ROWS
+        judged = at_target or (size["rows"] == largest and largest < targets.INDEXED_DELETE_AT_ROWS)
+        note = "" if size["scan_ms"] is not None else "scan not measured at this size (budget)"
+        if judged and not at_target:
+            note = f"target is for {targets.INDEXED_DELETE_AT_ROWS:,} rows; not run at that size"
+        rows.append(
+            Figure(
+                "store_delete",
+                f"indexed delete of {deleted:,} rows at {size['rows']:,} rows",
+                size["indexed_ms"],
+                "ms",
+                size["scan_ms"],
+                "scan of the collection",
+                targets.INDEXED_DELETE_MS if judged else None,
+                tested=at_target,
+                note=note,
+            )
+        )
+    return rows
+
+
+def decode(result: Result) -> list[Figure]:
+    """fastavro in mapInPandas against from_avro with the structs handed to Python."""
+    variants = result["figures"]["variants"]
+    ours, jvm, python = (variants[k] for k in ("fastavro", "from_avro_jvm", "from_avro_python"))
+    return [
+        Figure(
+            "decode",
+            ours["label"],
+            ours["updates_per_s"],
+            "updates/s",
+            python["updates_per_s"],
+            python["label"],
+        ),
+        Figure(
+            "decode",
+            jvm["label"],
+            jvm["updates_per_s"],
+            "updates/s",
+            ours["updates_per_s"],
+            ours["label"],
+            note="lower bound of the JVM decode; Python never sees the rows",
+        ),
+    ]
+
+
+def expiration(result: Result) -> list[Figure]:
+    """Stored future retractions with an expiration offset against none."""
+    cases = result["figures"]["cases"]
+    baselines = {c["validity_days"]: c["scheduled"] for c in cases if c["offset_days"] is None}
+    return [
+        Figure(
+            "expiration",
+            f"scheduled retractions, valid {c['validity_days']} d, offset {c['offset_days']} d",
+            c["scheduled"],
+            "retractions",
+            baselines.get(c["validity_days"]),
+            "no expiration offset",
+        )
+        for c in cases
+        if c["offset_days"] is not None
+    ]
+
+
+def cancel_to_quiet(result: Result) -> list[Figure]:
+    """Quiet time after a cancel per scenario (worst run) against emitting it all."""
+    runs = result["figures"]["runs"]
+    rows = []
+    for scenario in dict.fromkeys(run["scenario"] for run in runs):
+        mine = [run for run in runs if run["scenario"] == scenario]
+        quiet = [run["quiet_ms"] for run in mine]
+        whole = mine[0]["baseline_s"]
+        held = "; no baseline: this series cancels once the queue is full" if whole is None else ""
+        rows.append(
+            Figure(
+                "cancel_to_quiet",
+                f"cancel to quiet, {scenario} (worst of {len(mine)})",
+                max(quiet),
+                "ms",
+                None if whole is None else whole * 1000,
+                "emitting and flushing the whole snapshot",
+                targets.CANCEL_QUIET_MS,
+                note=f"median {statistics.median(quiet):.1f} ms{held}",
+            )
+        )
+    return rows
+
+
+def ttl_index(result: Result) -> list[Figure]:
+    """Tight TTL indexes against append-only ones: size per key and cleanup work."""
+    figures = result["figures"]
+    peak, work = figures["peak_index_per_key"], figures["cleanup_work"]
+    base = "append-only index"
+    states = (("one_to_one", "one-to-one (leases)"), ("one_to_many", "one-to-many (rows)"))
+    rows = [
+        Figure(
+            "ttl_index",
+            f"{label}: peak index entries per primary key",
+            peak[kind],
+            "entries/key",
+            peak[f"{kind}_baseline"],
+            base,
+            targets.TTL_INDEX_PER_KEY,
+        )
+        for kind, label in states
+    ]
+    walked = {"one_to_one": "index entries read", "one_to_many": "elements walked"}
+    rows += [
+        Figure(
+            "ttl_index",
+            f"{label}: cleanup work",
+            work[kind],
+            walked[kind],
+            work[f"{kind}_baseline"],
+            base,
+        )
+        for kind, label in states
+    ]
+    return rows
+
+
+def _ratio(value: float, baseline: float) -> float:
+    return value / baseline if baseline else math.nan
+
+
+EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
+    "e2e": e2e,
+    "store_apply": store_apply,
+    "store_delete": store_delete,
+    "decode": decode,
+    "expiration": expiration,
+    "cancel_to_quiet": cancel_to_quiet,
+    "ttl_index": ttl_index,
+}
+
+
+def figures_of(benchmarks: dict[str, Result]) -> list[Figure]:
+    """The rows of every benchmark that ran successfully, in the run's order."""
+    rows = []
+    for name, result in benchmarks.items():
+        if result.get("status") == "ok" and name in EXTRACTORS:
+            rows += EXTRACTORS[name](result)
+    return rows

@@ -1,0 +1,253 @@
+"""The report's plots (matplotlib, Agg backend): one PNG per benchmark, from one run's results.
+
+``draw_all(benchmarks, directory)`` draws what it can and returns, per benchmark name, the
+file it wrote; a benchmark that failed, or whose plot fails, is left out of the report's
+plots rather than failing the report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure as Canvas
+
+from bench import targets
+
+logger = logging.getLogger(__name__)
+
+Result = Mapping[str, Any]
+OURS, BASE, TARGET = "tab:blue", "tab:gray", "tab:red"
+
+
+def _target_line(axes: Axes, y: float, label: str, horizontal: bool = True) -> None:
+    if horizontal:
+        axes.axhline(y, color=TARGET, linestyle="--", linewidth=1, label=label)
+
+
+def _bar_labels(axes: Axes, bars: Any, fmt: str = "{:,.0f}") -> None:
+    axes.bar_label(bars, labels=[fmt.format(b.get_height()) for b in bars], fontsize=8)
+
+
+def _legend_above_bars(axes: Axes) -> None:
+    # Room above the tallest bar (or target line) so the legend covers no bar.
+    axes.set_ylim(top=axes.get_ylim()[1] * 1.3)
+    axes.legend(fontsize=8, loc="upper center", ncols=3)
+
+
+def e2e(result: Result, canvas: Canvas) -> None:
+    """Applied vs offered rate, p50/p99 latency, and the latency CDF of both paths."""
+    paths = result["figures"]["paths"]
+    names = {"spark": "Spark", "plain": "plain loop (baseline)"}
+    rate, latency, cdf = canvas.subplots(1, 3)
+    x = range(len(names))
+    offered = [paths[k]["offered"] for k in names]
+    applied = [paths[k]["applied"] for k in names]
+    rate.bar([i - 0.2 for i in x], offered, 0.4, color=BASE, label="offered")
+    _bar_labels(rate, rate.bar([i + 0.2 for i in x], applied, 0.4, color=OURS, label="applied"))
+    _target_line(rate, targets.E2E_RATE.bound, f"target {targets.E2E_RATE.text()}")
+    rate.set_xticks(list(x), list(names.values()))
+    rate.set_ylabel("updates/s")
+    rate.set_title("throughput")
+    _legend_above_bars(rate)
+    for shift, key, color in ((-0.2, "p50_ms", "tab:cyan"), (0.2, "p99_ms", OURS)):
+        values = [paths[k][key] for k in names]
+        bars = latency.bar([i + shift for i in x], values, 0.4, color=color, label=key[:3])
+        _bar_labels(latency, bars)
+    _target_line(latency, targets.E2E_P99_MS.bound, f"p99 target {targets.E2E_P99_MS.text()}")
+    latency.set_xticks(list(x), list(names.values()))
+    latency.set_ylabel("publish to visible, ms")
+    latency.set_title(f"latency ({result['scale']['trigger_ms']} ms trigger)")
+    _legend_above_bars(latency)
+    for key, label in names.items():
+        values = paths[key]["latencies_ms"]
+        if values:
+            share = [(i + 1) / len(values) for i in range(len(values))]
+            cdf.plot(values, share, color=OURS if key == "spark" else BASE, label=label)
+    cdf.set_xlabel("publish to visible, ms")
+    cdf.set_ylabel("share of probes")
+    cdf.set_title("latency distribution")
+    cdf.legend(fontsize=8)
+
+
+def store_apply(result: Result, canvas: Canvas) -> None:
+    """The store's apply rate against both HINCRBY baselines."""
+    figures = result["figures"]
+    axes = canvas.subplots()
+    labels = ["store (atomic script)", "HINCRBY pipelined", "HINCRBY naive"]
+    keys = ["store_updates_per_s", "pipelined_updates_per_s", "naive_updates_per_s"]
+    bars = axes.bar(labels, [figures[k] for k in keys], color=[OURS, BASE, BASE])
+    _bar_labels(axes, bars)
+    _target_line(axes, targets.STORE_APPLY_RATE.bound, f"target {targets.STORE_APPLY_RATE.text()}")
+    axes.set_ylabel("updates/s")
+    _legend_above_bars(axes)
+
+
+def store_delete(result: Result, canvas: Canvas) -> None:
+    """Delete time against collection size, indexed and scanned, on log axes."""
+    sizes = result["figures"]["sizes"]
+    axes = canvas.subplots()
+    axes.loglog(
+        [s["rows"] for s in sizes],
+        [s["indexed_ms"] for s in sizes],
+        "o-",
+        color=OURS,
+        label="indexed (replica_id)",
+    )
+    scanned = [s for s in sizes if s["scan_ms"] is not None]
+    axes.loglog(
+        [s["rows"] for s in scanned],
+        [s["scan_ms"] for s in scanned],
+        "s-",
+        color=BASE,
+        label="scan (baseline)",
+    )
+    axes.plot(
+        [targets.INDEXED_DELETE_AT_ROWS],
+        [targets.INDEXED_DELETE_MS.bound],
+        "x",
+        color=TARGET,
+        markersize=10,
+        label=f"target: {targets.INDEXED_DELETE_MS.text()} at "
+        f"{targets.INDEXED_DELETE_AT_ROWS:,} rows",
+    )
+    axes.set_xlabel("collection rows")
+    axes.set_ylabel(f"delete of {result['figures']['rows_deleted']:,} rows, ms (median)")
+    axes.legend(fontsize=8)
+
+
+def ttl_index(result: Result, canvas: Canvas) -> None:
+    """Primary and index sizes per simulated second, one-to-one and one-to-many."""
+    samples = result["figures"]["samples"]
+    t = [s["t_s"] for s in samples]
+    one, many = canvas.subplots(1, 2)
+    for axes, kind, title in (
+        (one, "one_to_one", "one-to-one (leases)"),
+        (many, "one_to_many", "one-to-many (rows)"),
+    ):
+        axes.plot(
+            t,
+            [s[kind]["primary"] for s in samples],
+            color="black",
+            linewidth=2.5,
+            label="primary (keys)",
+        )
+        axes.plot(
+            t,
+            [s[kind]["index"] for s in samples],
+            color=OURS,
+            linestyle="--",
+            label="index, ours (tight)",
+        )
+        axes.plot(
+            t,
+            [s[f"{kind}_baseline"]["index"] for s in samples],
+            color=BASE,
+            label="index, append-only",
+        )
+        axes.set_title(title)
+        axes.set_xlabel("simulated time, s")
+        axes.set_ylabel("entries")
+    many.plot(
+        t,
+        [s["one_to_many"]["elements"] for s in samples],
+        color="tab:green",
+        linestyle=":",
+        label="elements (rows)",
+    )
+    one.legend(fontsize=8)
+    many.legend(fontsize=8)
+
+
+def expiration(result: Result, canvas: Canvas) -> None:
+    """Scheduled retractions per validity, without and with an expiration offset."""
+    cases = result["figures"]["cases"]
+    axes = canvas.subplots()
+    validities = sorted({c["validity_days"] for c in cases})
+    for i, validity in enumerate(validities):
+        mine = sorted(
+            (c for c in cases if c["validity_days"] == validity),
+            key=lambda c: c["offset_days"] is not None,
+        )
+        width = 0.8 / len(mine)
+        for j, case in enumerate(mine):
+            offset = case["offset_days"]
+            label = "no offset (baseline)" if offset is None else f"offset {offset} d"
+            bars = axes.bar(
+                i - 0.4 + width * (j + 0.5),
+                case["scheduled"],
+                width * 0.9,
+                color=BASE if offset is None else OURS,
+            )
+            axes.bar_label(bars, labels=[f"{case['scheduled']:,}\n{label}"], fontsize=8)
+    axes.set_xticks(range(len(validities)), [f"rows valid {v} d" for v in validities])
+    axes.set_ylabel("stored future retractions")
+    axes.margins(y=0.2)
+
+
+def cancel_to_quiet(result: Result, canvas: Canvas) -> None:
+    """Every run's cancel-to-quiet time, per scenario, against the full-snapshot time."""
+    runs = result["figures"]["runs"]
+    scenarios = list(dict.fromkeys(run["scenario"] for run in runs))
+    axes = canvas.subplots()
+    for i, scenario in enumerate(scenarios):
+        mine = [run for run in runs if run["scenario"] == scenario]
+        xs = [i + (k - (len(mine) - 1) / 2) * 0.05 for k in range(len(mine))]
+        axes.plot(
+            xs,
+            [run["quiet_ms"] for run in mine],
+            "o",
+            color=OURS,
+            label="cancel to quiet (each run)" if i == 0 else None,
+        )
+        if mine[0]["baseline_s"] is not None:
+            axes.plot(
+                [i],
+                [mine[0]["baseline_s"] * 1000],
+                "^",
+                color=BASE,
+                markersize=9,
+                label="whole snapshot, emitted and flushed" if i == 0 else None,
+            )
+    _target_line(axes, targets.CANCEL_QUIET_MS.bound, f"target {targets.CANCEL_QUIET_MS.text()}")
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(scenarios)), scenarios)
+    axes.set_ylabel("ms (log)")
+    axes.set_title(f"{result['figures']['snapshot_rows']:,}-row snapshot")
+    axes.legend(fontsize=8)
+
+
+DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
+    "e2e": (e2e, (15, 4.5)),
+    "store_apply": (store_apply, (7, 4.5)),
+    "store_delete": (store_delete, (7, 4.5)),
+    "ttl_index": (ttl_index, (13, 4.5)),
+    "expiration": (expiration, (7, 4.5)),
+    "cancel_to_quiet": (cancel_to_quiet, (8, 4.5)),
+}
+
+
+def draw_all(benchmarks: Mapping[str, Result], directory: Path) -> dict[str, str]:
+    """Draws the plot of every benchmark that ran; returns name -> ``benchmarks/<name>.png``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    drawn = {}
+    for name, (draw, size) in DRAW.items():
+        result = benchmarks.get(name)
+        if result is None or result.get("status") != "ok":
+            continue
+        canvas = Canvas(figsize=size, layout="constrained")
+        try:
+            draw(result, canvas)
+            canvas.savefig(directory / f"{name}.png", dpi=100)
+        except Exception:  # a plot must not cost the report its table
+            logger.exception("could not draw the plot of %s", name)
+            continue
+        drawn[name] = f"{directory.name}/{name}.png"
+    return drawn

@@ -1,0 +1,55 @@
+"""The targets the benchmarks are held to (issue 5, DESIGN §8): requirements, not figures.
+
+The benchmarks print them beside what they measured and the report marks each as met or
+missed; nothing asserts them, since timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A bound a figure must satisfy.
+
+    Attributes:
+        op: how the measured value compares to ``bound``: ``>=``, ``<=``, ``<`` or ``>``.
+        bound: the bound, in the figure's unit.
+        unit: the unit, for the report (empty for ratios).
+        source: where the target was set.
+    """
+
+    op: str
+    bound: float
+    unit: str = ""
+    source: str = "issue 5"
+
+    def met(self, value: float) -> bool:
+        """Whether ``value`` satisfies the target (NaN never does)."""
+        return _COMPARE[self.op](value, self.bound)
+
+    def text(self) -> str:
+        """The target as shown in the report, e.g. ``>= 50,000 updates/s``."""
+        bound = f"{self.bound:,.0f}" if self.bound >= 100 else f"{self.bound:g}"
+        return f"{self.op} {bound} {self.unit}".strip()
+
+
+E2E_RATE = Target(">=", 50_000, "updates/s")
+E2E_P99_MS = Target("<=", 2_000, "ms")
+E2E_TRIGGER_MS = 500  # the trigger interval the p99 target is stated at
+E2E_SPARK_SHARE = Target(">=", 0.5, "of the baseline")
+STORE_APPLY_RATE = Target(">=", 100_000, "updates/s")
+INDEXED_DELETE_MS = Target("<", 50, "ms")
+INDEXED_DELETE_AT_ROWS = 1_000_000  # the collection size the delete target is stated at
+CANCEL_QUIET_MS = Target("<=", 100, "ms")
+TTL_INDEX_PER_KEY = Target("<=", 1, "entries per primary key", "DESIGN §8")

@@ -1,0 +1,318 @@
+"""The benchmark report's rendering, from a fixture of one run's results (no services).
+
+Nothing here is timed: the figures are made up, and the tests check that every number in
+the report comes from them, with the right ratios and target verdicts.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import plots
+from bench.figures import Figure, figures_of
+from bench.report import command, number, ratio, render
+from bench.targets import Target
+
+MACHINE = {
+    "date": "2030-01-02T03:04:05+00:00",
+    "cpu_model": "Test CPU 9000",
+    "cores": 2,
+    "memory_gib": 8.0,
+    "os": "TestOS 1 (kernel 6.0)",
+    "python": "3.11.7",
+    "java": 'openjdk version "17.0.15"',
+    "redis": "7.0.15",
+    "kafka": "4.1.1 (local KRaft broker)",
+    "spark": "4.0.0",
+    "load_average": [1.5, 1.0, 0.5],
+    "git": {"commit": "abc123", "dirty": True},
+}
+
+
+def _path(applied: float, p50: float, p99: float, drain_s: float) -> dict[str, Any]:
+    return {
+        "offered": 60_000.0,
+        "applied": applied,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "max_ms": p99 + 100,
+        "lag": 10,
+        "drain_s": drain_s,
+        "busy": 0.5,
+        "probes": 4,
+        "unseen_probes": 0,
+        "latencies_ms": [p50 / 2, p50, p99, p99 + 100],
+    }
+
+
+def _ok(scale: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
+    return {"status": "ok", "wall_s": 12.5, "run_s": 11.0, "scale": scale, "figures": figures}
+
+
+def fixture() -> dict[str, Any]:
+    """One run's results: every benchmark, with figures chosen to meet and miss targets."""
+    samples = [
+        {
+            "t_s": t,
+            "live": 10,
+            "one_to_one": {"primary": 10, "index": 10},
+            "one_to_one_baseline": {"primary": 10, "index": 10 + 5 * t},
+            "one_to_many": {"primary": 10, "index": 10, "elements": 40},
+            "one_to_many_baseline": {"primary": 10, "index": 40, "elements": 40},
+        }
+        for t in range(3)
+    ]
+    benchmarks = {
+        "ttl_index": _ok(
+            {"keys": 10, "steps": 3},
+            {
+                "samples": samples,
+                "cleanup_work": {
+                    "one_to_one": 5,
+                    "one_to_one_baseline": 50,
+                    "one_to_many": 40,
+                    "one_to_many_baseline": 160,
+                },
+                "peak_index_per_key": {
+                    "one_to_one": 1.0,
+                    "one_to_one_baseline": 2.0,
+                    "one_to_many": 1.0,
+                    "one_to_many_baseline": 4.0,
+                },
+            },
+        ),
+        "store_apply": _ok(
+            {"requests": 200, "group": 50, "naive_requests": 20},
+            {
+                "store_updates_per_s": 120_000.0,
+                "pipelined_updates_per_s": 100_000.0,
+                "naive_updates_per_s": 20_000.0,
+                "updates_per_request": 1000,
+                "cancelling_fraction": 0.5,
+            },
+        ),
+        "store_delete": _ok(
+            {"sizes": "10000,100000", "repeats": 5, "scan_max": None},
+            {
+                "sizes": [
+                    {"rows": 10_000, "indexed_ms": 20.0, "scan_ms": 40.0, "build_s": 1.0},
+                    {"rows": 100_000, "indexed_ms": 25.0, "scan_ms": None, "build_s": 2.0},
+                ],
+                "rows_deleted": 1000,
+            },
+        ),
+        "expiration": _ok(
+            {"rows": 1000},
+            {
+                "cases": [
+                    {"validity_days": 30, "offset_days": None, "scheduled": 1000},
+                    {"validity_days": 30, "offset_days": 20, "scheduled": 250},
+                ]
+            },
+        ),
+        "cancel_to_quiet": _ok(
+            {"rows": 1000, "repeats": 2},
+            {
+                "snapshot_rows": 1000,
+                "runs": [
+                    {"scenario": "queue 100k", "baseline_s": 4.0, "quiet_ms": 2.0},
+                    {"scenario": "queue 100k", "baseline_s": 4.0, "quiet_ms": 3.0},
+                    {"scenario": "held", "baseline_s": None, "quiet_ms": 150.0},
+                    {"scenario": "held", "baseline_s": None, "quiet_ms": 50.0},
+                ],
+            },
+        ),
+        "decode": _ok(
+            {"requests": 100, "updates": 25, "repeats": 1},
+            {
+                "variants": {
+                    "fastavro": {"label": "A", "time_s": 1.0, "updates_per_s": 3000.0},
+                    "from_avro_jvm": {"label": "B", "time_s": 0.5, "updates_per_s": 6000.0},
+                    "from_avro_python": {"label": "C", "time_s": 2.0, "updates_per_s": 1500.0},
+                }
+            },
+        ),
+        "e2e": _ok(
+            {"rate": 60_000.0, "duration": 30.0, "trigger_ms": 500},
+            {
+                "paths": {
+                    "spark": _path(55_000.0, 800.0, 3_000.0, 0.4),
+                    "plain": _path(59_000.0, 100.0, 200.0, 0.1),
+                },
+                "both_kept_up": True,
+                "targets": [],
+            },
+        ),
+    }
+    return {
+        "quick": False,
+        "total_s": 600.0,
+        "machine": MACHINE,
+        "load_end": [2.0, 1.5, 1.0],
+        "benchmarks": benchmarks,
+    }
+
+
+def _row(markdown: str, *fragments: str) -> str:
+    """The one table row holding every fragment."""
+    rows = [
+        line
+        for line in markdown.splitlines()
+        if line.startswith("|") and all(f in line for f in fragments)
+    ]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip("|").split(" | ")]
+
+
+def test_machine_section_names_everything_the_run_recorded() -> None:
+    markdown = render(fixture(), {})
+    expected = ["Test CPU 9000", "8.0 GiB", "TestOS 1", "3.11.7", "17.0.15", "7.0.15", "4.1.1"]
+    expected += ["4.0.0", "2030-01-02", "1.50, 1.00, 0.50", "2.00, 1.50, 1.00"]
+    for fragment in expected:
+        assert fragment in markdown
+    assert "abc123 plus uncommitted changes" in markdown
+
+
+def test_ratio_is_value_over_the_baseline_of_the_same_run() -> None:
+    markdown = render(fixture(), {})
+    pipelined = _cells(_row(markdown, "store_apply", "pipelined"))
+    assert pipelined[2] == "120,000 updates/s"
+    assert pipelined[3] == "100,000 updates/s (HINCRBY per update, pipelined)"
+    assert pipelined[4] == "1.2x"
+    naive = _cells(_row(markdown, "store_apply", "one round trip"))
+    assert naive[4] == "6x"
+    assert _cells(_row(markdown, "valid 30 d"))[4] == "0.25x"
+    assert _cells(_row(markdown, "| A |"))[4] == "2x"  # A 3,000 over C 1,500
+
+
+def test_targets_are_marked_met_or_missed() -> None:
+    markdown = render(fixture(), {})
+    apply_row = _cells(_row(markdown, "store_apply", "pipelined"))
+    assert apply_row[5:] == [">= 100,000 updates/s", "met"]
+    p99 = _cells(_row(markdown, "p99 publish"))
+    assert p99[2] == "3,000 ms"
+    assert p99[5:] == ["<= 2,000 ms", "**MISSED**"]
+    assert _cells(_row(markdown, "applied updates/s"))[6] == "met"  # 55,000 at 60,000 offered
+    assert _cells(_row(markdown, "queue 100k"))[6] == "met"  # worst of 2.0 and 3.0 ms
+    held = _cells(_row(markdown, "held"))
+    assert held[2] == "150 ms"  # the worst run, not the median
+    assert held[6] == "**MISSED**"
+    assert _cells(_row(markdown, "one-to-one (leases): peak"))[6] == "met"
+
+
+def test_a_target_the_scale_cannot_test_is_not_applicable() -> None:
+    results = fixture()
+    markdown = render(results, {})
+    largest = _cells(_row(markdown, "at 100,000 rows"))
+    assert largest[5:] == ["< 50 ms", "n/a"]
+    assert "target is for 1,000,000 rows" in largest[1]
+    assert _cells(_row(markdown, "at 10,000 rows"))[5:] == ["", ""]
+    results["benchmarks"]["e2e"]["scale"]["rate"] = 5_000.0
+    slow = _cells(_row(render(results, {}), "applied updates/s"))
+    assert slow[6] == "n/a"
+    assert "below the target" in slow[1]
+
+
+def test_a_missing_scan_is_shown_as_such() -> None:
+    row = _cells(_row(render(fixture(), {}), "at 100,000 rows"))
+    assert row[3] == ""
+    assert row[4] == "-"
+
+
+def test_every_value_comes_from_the_results() -> None:
+    results = fixture()
+    results["benchmarks"]["store_apply"]["figures"]["store_updates_per_s"] = 80_000.0
+    row = _cells(_row(render(results, {}), "store_apply", "pipelined"))
+    assert row[2] == "80,000 updates/s"
+    assert row[4] == "0.8x"
+    assert row[6] == "**MISSED**"
+
+
+def test_plots_are_linked_only_when_drawn() -> None:
+    markdown = render(fixture(), {"e2e": "benchmarks/e2e.png"})
+    assert "](benchmarks/e2e.png)" in markdown
+    assert "store_apply.png" not in markdown
+
+
+def test_failed_benchmark_is_reported_with_its_log_and_no_figures() -> None:
+    results = fixture()
+    results["benchmarks"]["decode"] = {
+        "status": "failed (exit 1)",
+        "wall_s": 3.0,
+        "scale": {"requests": 100},
+        "error": "Traceback: boom",
+    }
+    markdown = render(results, {})
+    assert "## Failures" in markdown
+    assert "Traceback: boom" in markdown
+    assert "| `decode` | failed (exit 1) |" in markdown
+    assert not any(f.benchmark == "decode" for f in figures_of(results["benchmarks"]))
+
+
+def test_scale_table_shows_how_to_rerun_each_benchmark() -> None:
+    markdown = render(fixture(), {})
+    assert "`python -m bench.store_delete --sizes 10000,100000 --repeats 5`" in markdown
+    assert command("e2e", {"rate": 5.0, "trigger_ms": 500}) == (
+        "python -m bench.e2e --rate 5.0 --trigger-ms 500"
+    )
+
+
+def test_quick_run_is_flagged() -> None:
+    results = fixture()
+    assert "Quick run" not in render(results, {})
+    results["quick"] = True
+    assert "Quick run" in render(results, {})
+    assert "bench all --quick" in render(results, {})
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (None, "ms", "-"),
+        (float("nan"), "", "-"),
+        (1234.5, "ms", "1,234 ms"),
+        (2.345, "", "2.35"),
+        (0.012345, "ms", "0.0123 ms"),
+        (5.0, "", "5"),
+        (float("inf"), "s", "∞"),
+    ],
+)
+def test_numbers(value: float | None, unit: str, text: str) -> None:
+    assert number(value, unit) == text
+
+
+def test_verdicts() -> None:
+    target = Target("<=", 10, "ms")
+    assert Figure("b", "f", 10, "ms", target=target).verdict == "met"
+    assert Figure("b", "f", 11, "ms", target=target).verdict == "MISSED"
+    assert Figure("b", "f", float("nan"), "ms", target=target).verdict == "n/a"
+    assert Figure("b", "f", 1, "ms", target=target, tested=False).verdict == "n/a"
+    assert Figure("b", "f", 1, "ms").verdict == ""
+    assert Figure("b", "f", 1, "ms", baseline=0).ratio is None
+    assert ratio(None) == "-"
+
+
+def test_plots_are_drawn_from_the_fixture(tmp_path: Path) -> None:
+    results = fixture()
+    drawn = plots.draw_all(copy.deepcopy(results["benchmarks"]), tmp_path / "benchmarks")
+    assert set(drawn) == set(plots.DRAW)
+    for name, relative in drawn.items():
+        assert relative == f"benchmarks/{name}.png"
+        assert (tmp_path / relative).read_bytes().startswith(b"\x89PNG")
+
+
+def test_bench_all_is_a_subcommand() -> None:
+    from collection_manager.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "all", "--quick", "--out", "/tmp/x"])
+    assert callable(args.run)
+    assert args.quick
+    assert args.out == Path("/tmp/x")
