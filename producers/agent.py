@@ -12,12 +12,14 @@ agent's token: every subscribe stops before its next batch and purges its queue.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from collection_manager.config import ReplicaConfig
@@ -87,6 +89,24 @@ class AgentConfig:
             "collection_suffix": replica.collection_suffix,
         }
         return cls(bootstrap, topic, **{**settings, **overrides})  # type: ignore[arg-type]
+
+
+def save_state(path: Path, state: Mapping[str, Counter[Row]]) -> None:
+    """Writes an agent's state (:meth:`ReplicaAgent.state`) as JSON, atomically.
+
+    The format is ``{collection: [[row as a list, multiplicity], ...]}``; a reader never
+    sees half a file, because it is renamed into place.
+    """
+    rows = {name: [[list(row), n] for row, n in counts.items()] for name, counts in state.items()}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(rows))
+    tmp.replace(path)
+
+
+def load_state(path: Path) -> dict[str, Counter[Row]]:
+    """The state :func:`save_state` wrote."""
+    rows = json.loads(path.read_text())
+    return {name: Counter({tuple(row): n for row, n in pairs}) for name, pairs in rows.items()}
 
 
 def default_sources(config: AgentConfig, replica_id: str) -> dict[str, Source]:

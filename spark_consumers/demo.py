@@ -1,110 +1,257 @@
-"""The demonstration: requests through Kafka, Spark and Redis, read back and verified.
+"""The demonstration: the product end to end, with one replica removed and one killed.
 
-A simulated replica publishes its introspection snapshot and some changes as Avro
-requests (confluent-kafka); the Spark consumer reads them with Spark's Kafka source and
-applies them to Redis; the demo then reads the collections back, prints them, and checks
-them against what the replica holds. It starts what is not running and stops what it
-started.
+``run_demo`` starts (or reuses) Kafka and Redis, the Spark consumer as its own process, and
+one ``collection-manager replica run`` process per replica agent; the demo's own controller
+runs the lease loop. Once every replica's rows are in Redis, the controller removes one
+replica (a fenced delete retracts its rows at once) and the demo SIGKILLs another's agent
+(its rows stay until its lease expires and the lease check removes it). The survivors
+publish a fixed number of steps and then write what they hold to a state file. Once the
+consumer has applied everything Kafka held by then, Redis is compared with those files, and
+the removed and killed replicas with nothing. Whatever the demo started, it stops.
 """
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import dataclasses
+import os
+import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+
+import redis
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager import infra
-from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
-from collection_manager.errors import ConsumerError
-from collection_manager.filters import eq
-from collection_manager.requests import Append, Delete, Request
+from collection_manager.config import (
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    env_name,
+    from_env,
+)
+from collection_manager.controller import Controller, ReplicaStatus
 from collection_manager.specs import Row
 from collection_manager.storage.store import RedisStore
+from producers.agent import load_state
 from producers.kafka_producer import KafkaProducer, ProducerConfig
-from producers.simulated import SimulatedReplica, apply_updates
-from schemas.codec import encode_request
-from spark_consumers.job import start_consumer
-from spark_consumers.run import ensure_introspection_collections
-from spark_consumers.session import build_spark_session
+from schemas.introspection import introspection_specs
+from spark_consumers.demo_model import Frame, Plan
+from spark_consumers.demo_observe import Observer
+from spark_consumers.demo_processes import Children
+from spark_consumers.demo_run import DemoError, DemoRun, Reporter
+from spark_consumers.demo_verify import Verification, verify
 
-logger = logging.getLogger(__name__)
+WORKERS = 4
+DATAFLOWS_PER_SCALE = 8
 
-REPLICA = "demo-r1"
+
+@dataclasses.dataclass(frozen=True)
+class DemoOptions:
+    """How big and how long.
+
+    Attributes:
+        duration_s: about how long the replicas publish changes (at least 10 s).
+        scale: rows per replica grow with it: ``8 * scale`` dataflows on 4 workers each.
+        replicas: replica agents, at least 3 (one is removed, one killed).
+        timeout_s: how long any one wait may take (consumer start, catching up, ...).
+        step_interval_ms: time between two changes of an agent.
+        heartbeat_interval_ms: time between two heartbeats of an agent.
+        lease_ttl_ms: a replica without a heartbeat for this long is removed. A lease is
+            renewed only once the consumer applied a heartbeat, so it must outlast the
+            slowest micro-batch on a busy machine (seconds), yet let the killed replica go
+            well within the demo.
+    """
+
+    duration_s: float = 30.0
+    scale: int = 1
+    replicas: int = 3
+    timeout_s: float = 120.0
+    step_interval_ms: int = 500
+    heartbeat_interval_ms: int = 500
+    lease_ttl_ms: int = 8_000
+
+    def replica_config(self) -> ReplicaConfig:
+        """The ``CM_*`` replica settings with the demo's short intervals and lease."""
+        return dataclasses.replace(
+            from_env(ReplicaConfig),
+            replica_ttl_ms=self.lease_ttl_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            lease_check_interval_ms=min(250, self.lease_ttl_ms // 4),
+            step_interval_ms=self.step_interval_ms,
+        )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class DemoResult:
-    """What the demo saw: per collection, rows in Redis vs rows the replica holds."""
+    """What the demo found.
 
-    stored: dict[str, Counter[Row]]
-    expected: dict[str, Counter[Row]]
+    Attributes:
+        plan: the replicas and their fates.
+        verification: the verdict, per collection.
+        stored: replica -> collection -> its rows in Redis at the end.
+        held: survivor -> collection -> the rows its agent holds.
+        statuses: replica -> the controller's record of it at the end.
+        events: what happened, in order.
+    """
+
+    plan: Plan
+    verification: Verification
+    stored: dict[str, dict[str, Counter[Row]]]
+    held: dict[str, dict[str, Counter[Row]]]
+    statuses: dict[str, ReplicaStatus]
+    events: tuple[str, ...]
 
     @property
     def verified(self) -> bool:
-        """Whether Redis holds exactly what the replica holds."""
-        return self.stored == self.expected
+        """Whether Redis holds exactly what it must."""
+        return self.verification.ok
 
 
-def _replica_requests(steps: int, seed: int) -> tuple[list[Request], dict[str, Counter[Row]]]:
-    """The replica's requests (a delete of its old rows, snapshot, steps) and its state."""
-    replica = SimulatedReplica(workers=2, dataflows=2, seed=seed)
-    requests: list[Request] = []
-    expected: dict[str, Counter[Row]] = {}
-    for batch in [replica.snapshot()] + [replica.step() for _ in range(steps)]:
-        for collection, updates in batch.items():
-            rows = tuple(((REPLICA, *row), diff) for row, diff in updates)
-            requests.append(Append(collection, REPLICA, 1, rows, int(time.time() * 1000)))
-            apply_updates(expected.setdefault(collection, Counter()), rows)
-    # Earlier demo runs left rows of this replica: retract them first (a delete by index).
-    resets: list[Request] = [Delete(c, eq("replica_id", REPLICA), "demo restart") for c in expected]
-    return resets + requests, expected
+def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
+    """Runs the demo and returns its verdict; stops everything it started, also on errors.
 
-
-def _publish(bootstrap: str, topic: str, requests: list[Request]) -> None:
-    producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-demo"))
-    for request in requests:
-        key = request.collection if isinstance(request, Append | Delete) else REPLICA
-        producer.produce(topic, key.encode(), encode_request(request))
-    if producer.close(30):
-        raise RuntimeError("the demo's requests were not all acknowledged")
-
-
-def _stored(store: RedisStore, collections: list[str]) -> dict[str, Counter[Row]]:
-    return {c: Counter(store.snapshot(c, eq("replica_id", REPLICA)).rows) for c in collections}
-
-
-def run_demo(timeout_s: float = 120.0, steps: int = 5) -> DemoResult:
-    """Runs the round trip and returns what it saw."""
+    Raises:
+        ValueError: for fewer than 3 replicas or a duration under 10 s.
+        DemoError: when a process died or a wait timed out.
+    """
+    plan = Plan.of(options.replicas, options.duration_s, options.step_interval_ms)
     infra_config = from_env(InfraConfig)
-    endpoints = infra.up(infra_config)
+    started = time.monotonic()
+    reporter.show(Frame(0.0, "starting Kafka and Redis"))
+    with contextlib.ExitStack() as stack:
+        endpoints = infra.up(infra_config)
+        stack.callback(infra.down, infra_config, endpoints.started)
+        run = _open(stack, options, plan, reporter, infra_config, endpoints, started)
+        _start_consumer(run)
+        _start_agents(run, options, plan)
+        _start_lease_loop(run, stack)
+        run.play()
+        return _verdict(run, plan)
+
+
+def _open(
+    stack: contextlib.ExitStack,
+    options: DemoOptions,
+    plan: Plan,
+    reporter: Reporter,
+    infra_config: InfraConfig,
+    endpoints: infra.Endpoints,
+    started: float,
+) -> DemoRun:
+    """The clients and the run's state; each is closed when ``stack`` unwinds."""
+    consumer_config = from_env(ConsumerConfig).with_checkpoint(infra_config, query="demo")
+    replica_config = options.replica_config()
+    store = RedisStore.connect(endpoints.redis_url)
+    producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))
+    client = redis.Redis.from_url(endpoints.redis_url, socket_connect_timeout=5)
+    controller = Controller(producer, client, consumer_config.topic, replica_config)
+    stack.callback(_close_controller, controller, producer)
+    _ensure_collections(store, replica_config.collection_suffix)
+    _ensure_topic(endpoints.kafka_bootstrap, consumer_config.topic)
+    assert consumer_config.checkpoint_dir is not None  # with_checkpoint set it
+    observer = Observer(
+        store,
+        controller,
+        endpoints.redis_url,
+        endpoints.kafka_bootstrap,
+        consumer_config.topic,
+        consumer_config.checkpoint_dir,
+        controller.collections,
+    )
+    stack.callback(observer.close)
+    env = _child_env(endpoints, consumer_config, replica_config)
+    children = Children(infra_config.state_dir / "demo", env)
+    # Stopped before the services go down: the agents say goodbye through Kafka.
+    stack.callback(children.stop)
+    return DemoRun(plan, reporter, observer, controller, children, options.timeout_s, started)
+
+
+def _close_controller(controller: Controller, producer: KafkaProducer) -> None:
+    controller.close()  # flushes
+    # Frees the librdkafka client now: alive until collected, it would print failed
+    # reconnects to the broker the demo stops next.
+    producer.producer.close()
+
+
+def _ensure_collections(store: RedisStore, suffix: str) -> None:
+    existing = set(store.collections())
+    for spec in introspection_specs():
+        if spec.name + suffix not in existing:
+            store.create_collection(dataclasses.replace(spec, name=spec.name + suffix))
+
+
+def _ensure_topic(bootstrap: str, topic: str) -> None:
+    """Creates the requests topic with the broker's defaults unless it exists.
+
+    The consumer fails on a topic that does not exist yet, and the agents may start after it.
+    """
+    # Warnings and errors only: its informational lines would print across the live view.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
     try:
-        config = from_env(ConsumerConfig).with_checkpoint(infra_config, query="demo")
-        store = RedisStore.connect(endpoints.redis_url)
-        ensure_introspection_collections(store)
-        requests, expected = _replica_requests(steps, seed=int(time.time()))
-        _publish(endpoints.kafka_bootstrap, config.topic, requests)
-        spark = build_spark_session(from_env(SparkConfig), infra_config, "collection-manager-demo")
-        query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
-        try:
-            stored = _wait_for(store, expected, query, timeout_s)
-        finally:
-            query.stop()  # the session stays: a caller (or a test) may share it
-        return DemoResult(stored, expected)
-    finally:
-        infra.down(infra_config, endpoints.started)
+        admin.create_topics([NewTopic(topic)])[topic].result(30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise DemoError(f"cannot create the topic: {exc}", topic=topic) from exc
 
 
-def _wait_for(
-    store: RedisStore, expected: dict[str, Counter[Row]], query: Any, timeout_s: float
-) -> dict[str, Counter[Row]]:
-    """What Redis holds once it matches ``expected`` or ``timeout_s`` passed."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        stored = _stored(store, list(expected))
-        if stored == expected or time.monotonic() >= deadline:
-            return stored
-        if query.exception() is not None:
-            raise ConsumerError(f"the consumer failed: {query.exception()}")
-        time.sleep(0.5)
+def _child_env(
+    endpoints: infra.Endpoints, consumer: ConsumerConfig, replicas: ReplicaConfig
+) -> dict[str, str]:
+    """The environment of every child: the demo's services and exactly its settings."""
+    env = dict(os.environ)
+    env[env_name("kafka_bootstrap")] = endpoints.kafka_bootstrap
+    env[env_name("redis_url")] = endpoints.redis_url
+    for config in (consumer, replicas):
+        for name, value in dataclasses.asdict(config).items():
+            env[env_name(name)] = "" if value is None else str(value)
+    return env
+
+
+def _start_consumer(run: DemoRun) -> None:
+    run.phase = "starting the Spark consumer"
+    launched = time.time()
+    child = run.children.spawn("consumer", ["consume"])
+    run.consumer = child
+    run.wait_for(lambda: run.consumer_ran_after(launched), "the consumer's first micro-batch")
+    run.event(f"Spark consumer running (pid {child.pid})")
+
+
+def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
+    run.phase = f"starting {len(plan.fates)} replica agents"
+    dataflows = str(DATAFLOWS_PER_SCALE * options.scale)
+    for replica in plan.fates:
+        args = ["replica", "run", "--id", replica, "--workers", str(WORKERS)]
+        args += ["--dataflows", dataflows, "--steps", str(plan.steps)]
+        args += ["--state-file", str(run.children.state_file(replica))]
+        run.agents[replica] = run.children.spawn(replica, args)
+    run.wait_for(run.all_visible, "every replica's heartbeat and rows in Redis")
+
+
+def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
+    """The controller's lease loop, in a thread until the demo ends.
+
+    Started once every heartbeat reaches the controller, so that no replica's lease runs
+    out while the consumer was still starting.
+    """
+    stop = threading.Event()
+    loop = threading.Thread(target=run.controller.run_leases, args=(stop,), daemon=True)
+    loop.start()
+    stack.callback(_stop_thread, stop, loop)
+    ttl = run.controller.config.replica_ttl_ms / 1000
+    run.event(f"controller: lease loop running, leases of {ttl:.0f}s")
+
+
+def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    thread.join(10)
+
+
+def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
+    stored = {replica: run.observer.replica_rows(replica) for replica in plan.fates}
+    held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
+    verification = verify(stored, held, [plan.removed, plan.killed])
+    run.phase = "verified" if verification.ok else "MISMATCH"
+    run.refresh()
+    return DemoResult(plan, verification, stored, held, run.observer.statuses(), tuple(run.events))

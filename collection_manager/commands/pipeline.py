@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
 
 from collection_manager import infra
-from collection_manager.commands import print_table
 from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
+
+N = TypeVar("N", int, float)
 
 
 def register(commands: Any) -> None:
@@ -17,9 +22,33 @@ def register(commands: Any) -> None:
     consume.add_argument("--duration", type=float, help="stop after this many seconds")
     consume.set_defaults(run=run_consume)
 
-    demo = commands.add_parser("demo", help="requests through Kafka and Spark into Redis")
-    demo.add_argument("--steps", type=int, default=5, help="changes after the snapshot")
-    demo.add_argument("--timeout", type=float, default=120.0)
+    demo = commands.add_parser(
+        "demo", help="replica agents, the controller and the Spark consumer, end to end"
+    )
+    demo.add_argument(
+        "--duration",
+        type=_at_least(10.0, float),
+        default=30.0,
+        help="seconds the replicas publish changes (default 30, at least 10)",
+    )
+    demo.add_argument(
+        "--scale",
+        type=_at_least(1, int),
+        default=1,
+        help="rows per replica grow with it: 8 x N dataflows on 4 workers (default 1)",
+    )
+    demo.add_argument(
+        "--replicas",
+        type=_at_least(3, int),
+        default=3,
+        help="replica agents (default 3, at least 3): one is removed, one killed",
+    )
+    demo.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds any one wait may take, e.g. for the consumer to start (default 120)",
+    )
     demo.set_defaults(run=run_demo)
 
 
@@ -42,28 +71,45 @@ def run_consume(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Runs the demonstration; exits 1 when Redis does not hold what the replica holds."""
-    from spark_consumers.demo import run_demo as demo
+    """Runs the demonstration; exits 1 unless Redis holds exactly what it must."""
+    from rich.console import Console
 
-    result = demo(timeout_s=args.timeout, steps=args.steps)
-    rows = []
-    for collection in sorted(result.expected):
-        stored, expected = result.stored.get(collection), result.expected[collection]
-        rows.append(
-            (
-                collection,
-                sum(expected.values()),
-                sum((stored or {}).values()),
-                "yes" if stored == expected else "NO",
-            )
-        )
-    print_table("Redis vs the replica", ["collection", "replica rows", "Redis rows", "equal"], rows)
-    for collection in sorted(result.stored)[:1]:
-        sample = sorted(result.stored[collection].items(), key=str)[:5]
-        print_table(f"{collection}: first rows in Redis", ["row", "count"], sample)
-    print(
-        "verified: Redis holds exactly what the replica holds"
-        if result.verified
-        else "MISMATCH: Redis differs from the replica"
-    )
+    from spark_consumers.demo import DemoOptions
+    from spark_consumers.demo import run_demo as demo
+    from spark_consumers.demo_view import LiveReporter, PlainReporter, render_summary
+
+    options = DemoOptions(args.duration, args.scale, args.replicas, args.timeout)
+    console = Console()
+    # SIGTERM unwinds like Ctrl-C, so the demo stops what it started either way.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if console.is_terminal:
+            with LiveReporter(console) as live:
+                result = demo(options, live)
+        else:
+            result = demo(options, PlainReporter())
+            console = Console(width=10_000)  # piped: never wrap the summary's lines
+    except KeyboardInterrupt:
+        print("interrupted; the demo stopped what it had started", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    console.print(render_summary(result.verification))
     return 0 if result.verified else 1
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _at_least(minimum: N, kind: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse type: ``kind`` of the text, at least ``minimum``."""
+
+    def parse(text: str) -> N:
+        value = kind(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names it in "invalid float value: 'x'"
+    return parse

@@ -1,13 +1,31 @@
-"""The README's main command: a replica's requests through Kafka and Spark into Redis."""
+"""The README's main command: replica agents, the controller and the consumer, end to end.
+
+The demo runs its own processes (the consumer, one per agent) on the session's services;
+it must remove one replica, SIGKILL another, and end with Redis holding exactly what the
+surviving agent holds and nothing of the other two.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from spark_consumers.demo import run_demo
+from spark_consumers.demo import DemoOptions, run_demo
+from spark_consumers.demo_view import PlainReporter
 
 
-def test_demo_verifies_redis_against_the_replica(endpoints: Any, spark: Any) -> None:
-    result = run_demo(timeout_s=120, steps=3)
-    assert result.verified
-    assert sum(sum(rows.values()) for rows in result.expected.values()) > 0
+def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
+    endpoints: Any,
+) -> None:
+    lines: list[str] = []
+    result = run_demo(DemoOptions(duration_s=12, timeout_s=180), PlainReporter(lines.append))
+    plan, log = result.plan, "\n".join(lines)
+
+    assert result.verified, log
+    for gone in (plan.removed, plan.killed):
+        assert result.stored[gone] == {name: {} for name in result.stored[gone]}, log
+    for survivor in plan.survivors:
+        assert result.stored[survivor] == result.held[survivor], log
+        assert sum(sum(rows.values()) for rows in result.held[survivor].values()) > 0
+    removed, killed = result.statuses[plan.removed], result.statuses[plan.killed]
+    assert removed.state == "removed"
+    assert (killed.state, killed.reason[:13]) == ("removed", "lease expired")
