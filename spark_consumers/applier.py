@@ -21,6 +21,7 @@ from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
 from producers.kafka_producer import KafkaProducer, ProducerConfig
 from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
+from spark_consumers.python_worker import cheapen_next_task
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,6 +155,7 @@ class PartitionApplier:
     def __call__(self, frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
+        cheapen_next_task()
         store = _store(self.settings)
         for frame in frames:
             if frame.empty:
