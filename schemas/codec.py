@@ -75,6 +75,23 @@ def encode_request(
     return data
 
 
+def _union_index(body: io.BytesIO, branches: int) -> int:
+    """Reads the envelope's union branch index (a zigzag varint) and checks it."""
+    shift = encoded = 0
+    while True:
+        byte = body.read(1)
+        if not byte or shift > 63:
+            raise SerializationError("truncated request: no request kind")
+        encoded |= (byte[0] & 0x7F) << shift
+        shift += 7
+        if byte[0] < 0x80:
+            break
+    index = (encoded >> 1) ^ -(encoded & 1)
+    if not 0 <= index < branches:
+        raise SerializationError(f"request kind {index} is not one of the {branches} known")
+    return index
+
+
 def decode_request(
     data: bytes,
     *,
@@ -94,15 +111,15 @@ def decode_request(
         raise SerializationError(
             f"not an Avro single-object message (starts with {data[:HEADER_SIZE].hex()!r})"
         )
-    writer = registry.writer(bytes(data[2:HEADER_SIZE]))
+    branches = registry.branches(bytes(data[2:HEADER_SIZE]))
     body = io.BytesIO(data)
     body.seek(HEADER_SIZE)
     try:
-        decoded: Any = schemaless_reader(
-            body, writer, registry.reader, return_record_name=True, return_record_name_override=True
-        )
-        name, record = decoded["body"]
-        request = record_to_request(name, record)
+        branch = branches[_union_index(body, len(branches))]
+        if not branch.known:
+            raise SerializationError(f"request kind {branch.name} is unknown to this reader")
+        record: Any = schemaless_reader(body, branch.writer, branch.reader)
+        request = record_to_request(branch.name, record)
     except SerializationError:
         raise
     except Exception as exc:  # undecodable bytes surface as many kinds of errors

@@ -4,11 +4,16 @@ Avro single-object encoding names the writer's schema by the CRC-64-AVRO fingerp
 Parsing Canonical Form. A registry maps fingerprints to parsed writer schemas; decoding
 resolves the writer schema against the registry's reader schema (Avro schema resolution:
 fields added with a default are filled in, removed fields are skipped).
+
+Decoding reads the request envelope's union branch itself and hands fastavro that branch's
+record schema: asking fastavro to name the branch (``return_record_name``) slowed reading
+every value of every row by about 60%.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 from importlib import resources
@@ -43,6 +48,46 @@ def schema_fingerprint(schema: dict[str, Any]) -> bytes:
     return bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
 
 
+@dataclasses.dataclass(frozen=True)
+class Branch:
+    """One request kind of a writer schema's envelope union, ready to decode.
+
+    Attributes:
+        name: the record's full name, e.g. ``collection_manager.wire.Append``.
+        writer: the branch's record schema, parsed on its own (named types expanded).
+        reader: the reader's record of that name when it differs from the writer's (Avro
+            resolution applies), None when they are the same or the reader has none.
+        known: whether the reader schema has this request kind at all.
+    """
+
+    name: str
+    writer: ParsedSchema
+    reader: ParsedSchema | None
+    known: bool
+
+
+def _union_records(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    # The envelope has one field, the union of request records; expanded, each branch
+    # holds the named types it uses, so it parses on its own.
+    expanded: Any = parse_schema(schema, expand=True)
+    records: list[dict[str, Any]] = expanded["fields"][0]["type"]
+    return records
+
+
+def request_branches(writer_schema: dict[str, Any], reader_schema: dict[str, Any]) -> list[Branch]:
+    """The writer's request kinds in union order, each with how the reader reads it."""
+    readers = {record["name"]: record for record in _union_records(reader_schema)}
+    branches = []
+    for record in _union_records(writer_schema):
+        theirs = readers.get(record["name"])
+        same = theirs is not None and to_parsing_canonical_form(
+            theirs
+        ) == to_parsing_canonical_form(record)
+        reader = None if same or theirs is None else parse_schema(theirs)
+        branches.append(Branch(record["name"], parse_schema(record), reader, theirs is not None))
+    return branches
+
+
 class SchemaRegistry:
     """A reader schema and the writer schemas it can decode, by fingerprint.
 
@@ -54,7 +99,9 @@ class SchemaRegistry:
     def __init__(self, reader_schema: dict[str, Any]) -> None:
         self.reader: ParsedSchema = parse_schema(reader_schema)
         self.fingerprint = schema_fingerprint(reader_schema)
+        self._reader_schema = reader_schema
         self._writers: dict[bytes, ParsedSchema] = {self.fingerprint: self.reader}
+        self._branches = {self.fingerprint: request_branches(reader_schema, reader_schema)}
 
     def register(self, writer_schema: dict[str, Any]) -> bytes:
         """Makes messages written with ``writer_schema`` decodable.
@@ -63,7 +110,9 @@ class SchemaRegistry:
             Its fingerprint.
         """
         key = schema_fingerprint(writer_schema)
-        self._writers.setdefault(key, parse_schema(writer_schema))
+        if key not in self._writers:
+            self._writers[key] = parse_schema(writer_schema)
+            self._branches[key] = request_branches(writer_schema, self._reader_schema)
         return key
 
     def writer(self, key: bytes) -> ParsedSchema:
@@ -72,12 +121,24 @@ class SchemaRegistry:
         Raises:
             UnknownSchemaError: when no registered schema has that fingerprint.
         """
+        self._check(key)
+        return self._writers[key]
+
+    def branches(self, key: bytes) -> list[Branch]:
+        """The request kinds of the writer schema with fingerprint ``key``, in union order.
+
+        Raises:
+            UnknownSchemaError: when no registered schema has that fingerprint.
+        """
+        self._check(key)
+        return self._branches[key]
+
+    def _check(self, key: bytes) -> None:
         if key not in self._writers:
             raise UnknownSchemaError(
                 f"unknown schema fingerprint {key.hex()}; "
                 f"known: {', '.join(k.hex() for k in self._writers)}"
             )
-        return self._writers[key]
 
     def __contains__(self, key: object) -> bool:
         return key in self._writers

@@ -145,6 +145,31 @@ def test_garbage_is_a_serialization_error(data: bytes, message: str) -> None:
         decode_request(data)
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"\x0a", "request kind 5 is not one of the 5 known"),
+        (b"\x01", "request kind -1 is not one of the 5 known"),
+        (b"\x80\x80", "truncated request: no request kind"),
+    ],
+)
+def test_a_bad_request_kind_is_named(body: bytes, message: str) -> None:
+    with pytest.raises(SerializationError, match=message):
+        decode_request(MAGIC + default_registry().fingerprint + body)
+
+
+def test_a_request_kind_the_reader_lacks_is_refused() -> None:
+    newer = request_schema()
+    newer["fields"][0]["type"].append(
+        {"type": "record", "name": "Drain", "fields": [{"name": "why", "type": "string"}]}
+    )
+    reader = SchemaRegistry(request_schema())
+    key = reader.register(newer)
+    data = MAGIC + key + b"\x0a" + b"\x06now"  # branch 5, the string "now"
+    with pytest.raises(SerializationError, match="Drain is unknown to this reader"):
+        decode_request(data, registry=reader)
+
+
 def test_truncated_and_padded_messages_are_refused() -> None:
     data = encode_request(EXAMPLES[0])
     for end in range(HEADER_SIZE, len(data)):
