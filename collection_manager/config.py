@@ -124,6 +124,11 @@ class SparkConfig:
     )
     spark_driver_memory: str = setting("1g", "Memory of the Spark driver.")
     spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
+    spark_java_options: str = setting(
+        "-XX:TieredStopAtLevel=1",
+        "JVM options of the Spark driver and executors. The default compiles with C1 only: "
+        "the consumer's JVM only moves bytes to Python, and C2 compiling took half its CPU.",
+    )
 
 
 @dataclasses.dataclass(frozen=True)

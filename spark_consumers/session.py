@@ -89,6 +89,8 @@ def build_spark_session(
         builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
+        .config("spark.driver.extraJavaOptions", spark.spark_java_options)
+        .config("spark.executor.extraJavaOptions", spark.spark_java_options)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 from collections.abc import Callable
@@ -58,9 +59,7 @@ def run_consume(args: argparse.Namespace) -> int:
 
     spark_config = from_env(SparkConfig)
     if args.master:
-        spark_config = SparkConfig(
-            args.master, spark_config.spark_driver_memory, spark_config.spark_log_level
-        )
+        spark_config = dataclasses.replace(spark_config, spark_master=args.master)
     infra_config = from_env(InfraConfig)
     endpoints = infra.up(infra_config)
     try:
