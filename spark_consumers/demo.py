@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 import redis
 from confluent_kafka import KafkaError, KafkaException
@@ -32,10 +33,13 @@ from collection_manager.config import (
     from_env,
 )
 from collection_manager.controller import Controller, ReplicaStatus
+from collection_manager.filters import eq
+from collection_manager.requests import Delete
 from collection_manager.specs import Row
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
 from producers.kafka_producer import KafkaProducer, ProducerConfig
+from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from spark_consumers.demo_model import Frame, Plan
 from spark_consumers.demo_observe import Observer
@@ -150,6 +154,7 @@ def _open(
     stack.callback(_close_controller, controller, producer)
     _ensure_collections(store, replica_config.collection_suffix)
     _ensure_topic(endpoints.kafka_bootstrap, consumer_config.topic)
+    _clear_earlier_runs(producer, consumer_config.topic, controller.collections, plan)
     assert consumer_config.checkpoint_dir is not None  # with_checkpoint set it
     observer = Observer(
         store,
@@ -194,6 +199,23 @@ def _ensure_topic(bootstrap: str, topic: str) -> None:
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise DemoError(f"cannot create the topic: {exc}", topic=topic) from exc
+
+
+def _clear_earlier_runs(
+    producer: KafkaProducer, topic: str, collections: Sequence[str], plan: Plan
+) -> None:
+    """Retracts rows the demo's replica ids hold from before, whoever published them.
+
+    The controller retracts an incarnation it knows when the replica is added again, but
+    rows published without it (an older demo, a test) would stay and fail the comparison.
+    Keyed by collection, these deletes precede every append of this run in its partition.
+    """
+    for replica in plan.fates:
+        for collection in collections:
+            delete = Delete(collection, eq("replica_id", replica), "demo: rows of an earlier run")
+            producer.produce(topic, collection.encode(), encode_request(delete))
+    if producer.flush(30):
+        raise DemoError("the demo's clean-up deletes were not acknowledged", topic=topic)
 
 
 def _child_env(
