@@ -81,25 +81,39 @@ def record_batch(redis_url: str, metrics: BatchMetrics) -> None:
         pipe.execute()
 
 
+def _offsets(value: Any) -> dict[str, int]:
+    """``topic:partition -> offset`` of a source offset (JSON text or dict) of a progress."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        return {}
+    return {
+        f"{topic}:{partition}": int(offset)
+        for topic, partitions in value.items()
+        for partition, offset in partitions.items()
+    }
+
+
+def read_offsets(progress: dict[str, Any]) -> dict[str, int]:
+    """The offsets per ``topic:partition`` a StreamingQueryProgress's batch read up to."""
+    read: dict[str, int] = {}
+    for source in progress.get("sources", []):
+        read.update(_offsets(source.get("endOffset")))
+    return read
+
+
 def partition_lag(progress: dict[str, Any]) -> dict[str, int]:
     """Kafka lag per ``topic:partition`` from a StreamingQueryProgress (as a dict).
 
     The Kafka source reports, per batch, the offsets it read up to (``endOffset``) and the
-    latest offsets available (``latestOffset``); the difference is what is left to read.
+    latest offsets available when it planned the batch (``latestOffset``). Without
+    ``maxOffsetsPerTrigger`` a batch reads all there is, so this is 0: ``status`` measures
+    the lag against Kafka's offsets at the time it is asked.
     """
-    lag: dict[str, int] = {}
+    read, lag = read_offsets(progress), {}
     for source in progress.get("sources", []):
-        end, latest = source.get("endOffset"), source.get("latestOffset")
-        if isinstance(end, str):
-            end = json.loads(end)
-        if isinstance(latest, str):
-            latest = json.loads(latest)
-        if not isinstance(end, dict) or not isinstance(latest, dict):
-            continue
-        for topic, partitions in latest.items():
-            for partition, offset in partitions.items():
-                read = end.get(topic, {}).get(partition, 0)
-                lag[f"{topic}:{partition}"] = max(0, int(offset) - int(read))
+        for key, latest in _offsets(source.get("latestOffset")).items():
+            lag[key] = max(0, latest - read.get(key, 0))
     return lag
 
 
@@ -113,6 +127,7 @@ def record_progress(redis_url: str, progress: dict[str, Any]) -> None:
         "processed_rows_per_s": progress.get("processedRowsPerSecond"),
         "duration_ms": progress.get("durationMs", {}).get("triggerExecution"),
         "lag": lag,
+        "read": read_offsets(progress),
         "timestamp": progress.get("timestamp"),
     }
     logger.info(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import redis
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from collection_manager import infra
 from collection_manager.commands import CREATE_HINT, TableView, add_format_option, plural, show
@@ -17,6 +19,8 @@ from collection_manager.specs import CollectionSpec
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
+
+logger = logging.getLogger(__name__)
 
 # The apply counters of a collection (its stats hash), in the order tables show them.
 COUNTERS = (
@@ -69,10 +73,43 @@ def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
 
 
-def consumer_summary(raw: Mapping[str, str]) -> dict[str, Any]:
-    """The consumer's record in Redis (``cm:consumer``) as the stable JSON of ``status``."""
+def lag_now(bootstrap: str, read: dict[str, int], timeout_s: float = 5.0) -> dict[str, int]:
+    """Per ``topic:partition``: what Kafka holds now beyond what the consumer last read.
+
+    Raises:
+        KafkaException: when the broker does not answer within ``timeout_s``.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "collection-manager-status"})
+    try:
+        lag = {}
+        for key, offset in read.items():
+            topic, _, partition = key.rpartition(":")
+            _, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, int(partition)), timeout=timeout_s
+            )
+            lag[key] = max(0, high - offset)
+        return lag
+    finally:
+        consumer.close()
+
+
+def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
+    """What the consumer's last batch read up to, per ``topic:partition``."""
+    read = _json_object(raw.get("progress")).get("read") or {}
+    return {key: int(offset) for key, offset in read.items()}
+
+
+def consumer_summary(
+    raw: Mapping[str, str], lag_now: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """The consumer's record in Redis (``cm:consumer``) as the stable JSON of ``status``.
+
+    Args:
+        lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
+            answered; else the lag the consumer saw when it planned its last batch.
+    """
     progress = _json_object(raw.get("progress"))
-    lag = _lag(progress.get("lag") or {})
+    lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     return {
         **{name: int(raw.get(name, 0)) for name in _TOTALS},
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
@@ -159,14 +196,19 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Prints the consumer's progress and lag, and each collection's counters."""
-    url = infra.running(from_env(InfraConfig)).redis_url
-    store = RedisStore.connect(url)
-    client = redis.Redis.from_url(url, decode_responses=True)
+    endpoints = infra.running(from_env(InfraConfig))
+    store = RedisStore.connect(endpoints.redis_url)
+    client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
     try:
         raw = cast(dict[str, str], client.hgetall(CONSUMER))
     finally:
         client.close()
-    consumer = consumer_summary(raw)
+    try:
+        live = lag_now(endpoints.kafka_bootstrap, read_offsets_of(raw))
+    except KafkaException as exc:
+        logger.warning("Kafka did not answer (%s): showing the lag of the last batch", exc)
+        live = None
+    consumer = consumer_summary(raw, live)
     infos = [collection_info(store, name) for name in store.collections()]
     show(args.format, status_json(consumer, infos), *status_tables(consumer, infos, bool(raw)))
     return 0

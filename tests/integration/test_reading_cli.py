@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import redis as redis_lib
+from confluent_kafka import Producer
 
 from collection_manager import infra
 from collection_manager.cli import main
@@ -167,8 +168,16 @@ def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], colle
 
 
 @pytest.fixture
-def consumer_record(redis: redis_lib.Redis, endpoints: infra.Endpoints) -> Iterator[None]:
-    """A known consumer record in ``cm:consumer``; what was there before is put back."""
+def consumer_record(
+    redis: redis_lib.Redis, endpoints: infra.Endpoints, topic: str
+) -> Iterator[str]:
+    """A consumer record in ``cm:consumer`` whose last batch read 41 of the 45 records of
+    ``topic``'s partition 0 (it saw no lag when it planned it); what was there before is put
+    back."""
+    producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap})
+    for _ in range(45):
+        producer.produce(topic, b"x", partition=0)
+    assert producer.flush(30) == 0
     saved = redis.hgetall(CONSUMER)
     redis.delete(CONSUMER)
     record_batch(endpoints.redis_url, BatchMetrics(7, {}, 2, 1, {0: 41}))
@@ -176,23 +185,21 @@ def consumer_record(redis: redis_lib.Redis, endpoints: infra.Endpoints) -> Itera
         "batchId": 7,
         "processedRowsPerSecond": 120.4,
         "timestamp": "2025-01-01T12:00:00.000Z",
-        "sources": [
-            {"endOffset": {"cm.requests": {"0": 41}}, "latestOffset": {"cm.requests": {"0": 45}}}
-        ],
+        "sources": [{"endOffset": {topic: {"0": 41}}, "latestOffset": {topic: {"0": 41}}}],
     }
     record_progress(endpoints.redis_url, progress)
     try:
-        yield
+        yield topic
     finally:
         redis.delete(CONSUMER)
         if saved:
             redis.hset(CONSUMER, mapping=saved)
 
 
-@pytest.mark.usefixtures("consumer_record")
-def test_status_shows_the_consumer_and_the_collections(
-    capsys: pytest.CaptureFixture[str], collection: str, store: RedisStore
+def test_status_shows_the_consumer_its_lag_now_and_the_collections(
+    capsys: pytest.CaptureFixture[str], collection: str, store: RedisStore, consumer_record: str
 ) -> None:
+    topic = consumer_record
     found = run_json(capsys, "status")
     assert found["consumer"] == {
         "batches": 1,
@@ -202,7 +209,7 @@ def test_status_shows_the_consumer_and_the_collections(
         "last_batch_id": 7,
         "last_progress_at": "2025-01-01T12:00:00.000Z",
         "lag_total": 4,
-        "lag": [{"topic": "cm.requests", "partition": 0, "lag": 4}],
+        "lag": [{"topic": topic, "partition": 0, "lag": 4}],
     }
     ours = [entry for entry in found["collections"] if entry["name"] == collection]
     stats = store.stats(collection)
@@ -219,7 +226,7 @@ def test_status_shows_the_consumer_and_the_collections(
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == "consumer"
-    assert cells(out, "cm.requests") == [["cm.requests", "0", "4"]]
+    assert cells(out, topic) == [[topic, "0", "4"]]
     assert any(line.startswith(f"│ {collection} ") for line in lines)
 
 
