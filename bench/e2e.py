@@ -378,7 +378,7 @@ def spark_consumer(
         config = ConsumerConfig(
             topic=topic,
             dead_letter_topic=f"{topic}-dead",
-            checkpoint_dir=Path(tmp) / "checkpoint",
+            checkpoint_dir=str(Path(tmp) / "checkpoint"),
             trigger_interval_ms=trigger_ms,
         )
         query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)

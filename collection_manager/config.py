@@ -139,11 +139,13 @@ class ConsumerConfig:
     dead_letter_topic: str = setting(
         "cm.dead-letters", "Topic that receives undecodable or invalid requests, with reasons."
     )
-    checkpoint_dir: Path | None = dataclasses.field(
+    # A string, not a Path: Path would fold hdfs://nn/x or s3a://bucket/x into hdfs:/nn/x.
+    checkpoint_dir: str | None = dataclasses.field(
         default=None,
         metadata={
-            "help": "Spark checkpoint of the streaming query (offsets, commits); default "
-            "<state_dir>/checkpoints/consumer-<topic> (demo-<topic> for the demo)."
+            "help": "Spark checkpoint of the streaming query (offsets, commits): a local "
+            "path or a URI (hdfs://, s3a://); default <state_dir>/checkpoints/consumer-<topic> "
+            "(demo-<topic> for the demo)."
         },
     )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
@@ -176,7 +178,7 @@ class ConsumerConfig:
         if self.checkpoint_dir is not None:
             return self
         path = infra.state_dir / "checkpoints" / f"{query}-{self.topic}"
-        return dataclasses.replace(self, checkpoint_dir=path)
+        return dataclasses.replace(self, checkpoint_dir=str(path))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import redis
 from confluent_kafka import KafkaError, KafkaException
@@ -162,7 +163,7 @@ def _open(
         endpoints.redis_url,
         endpoints.kafka_bootstrap,
         consumer_config.topic,
-        consumer_config.checkpoint_dir,
+        Path(consumer_config.checkpoint_dir),
         controller.collections,
     )
     stack.callback(observer.close)

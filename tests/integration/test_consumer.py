@@ -43,7 +43,7 @@ def consumer_config(topic: str, kafka: str, tmp_path: Path) -> ConsumerConfig:
     return ConsumerConfig(
         topic=topic,
         dead_letter_topic=dead,
-        checkpoint_dir=tmp_path / "checkpoint",
+        checkpoint_dir=str(tmp_path / "checkpoint"),
         trigger_interval_ms=200,
     )
 

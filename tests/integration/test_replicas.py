@@ -87,7 +87,7 @@ def consumer(
     config = ConsumerConfig(
         topic=topic,
         dead_letter_topic=dead,
-        checkpoint_dir=tmp_path / "checkpoint",
+        checkpoint_dir=str(tmp_path / "checkpoint"),
         trigger_interval_ms=200,
     )
     query = start_consumer(spark, config, kafka, endpoints.redis_url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.config import redact_url
+from collection_manager.config import ConsumerConfig, InfraConfig, from_env, redact_url
 
 
 @pytest.mark.parametrize(
@@ -17,3 +17,12 @@ from collection_manager.config import redact_url
 )
 def test_urls_in_logs_hide_passwords(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_checkpoint_uri_keeps_its_scheme_and_the_default_is_under_the_state_dir() -> None:
+    environ = {"CM_CHECKPOINT_DIR": "hdfs://namenode:8020/cm/checkpoint"}
+    infra = from_env(InfraConfig, {"CM_STATE_DIR": "/var/lib/cm"})
+    configured = from_env(ConsumerConfig, environ).with_checkpoint(infra)
+    assert configured.checkpoint_dir == "hdfs://namenode:8020/cm/checkpoint"
+    default = from_env(ConsumerConfig, {}).with_checkpoint(infra, query="demo")
+    assert default.checkpoint_dir == "/var/lib/cm/checkpoints/demo-cm.requests"
