@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine, plots, report
+from bench.common import services
 from collection_manager import infra
 from collection_manager.config import InfraConfig, from_env
 
@@ -148,12 +149,8 @@ def _services(needed: bool) -> Iterator[infra.Endpoints | None]:
     if not needed:
         yield None
         return
-    config = from_env(InfraConfig)
-    endpoints = infra.up(config)
-    try:
+    with services() as endpoints:
         yield endpoints
-    finally:
-        infra.down(config, endpoints.started)
 
 
 def run_all(benches: Sequence[Bench], quick: bool, logs: Path) -> dict[str, Any]:
