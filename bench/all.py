@@ -132,15 +132,18 @@ def _module_parser(name: str) -> argparse.ArgumentParser:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stops the benchmark's process group (it and the JVMs or workers it started)."""
-    for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Stops the benchmark's process group (it and the JVMs or workers it started).
+
+    The group is SIGKILLed even after its leader exited: a JVM or worker it started may
+    still be in it (a group's id is not reused while it has members).
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(20)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 @contextlib.contextmanager

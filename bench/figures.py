@@ -104,7 +104,7 @@ def e2e(result: Result) -> list[Figure]:
             plain["p99_ms"],
             base,
             targets.E2E_P99_MS,
-            tested=scale["trigger_ms"] == targets.E2E_TRIGGER_MS,
+            tested=offered_enough and scale["trigger_ms"] == targets.E2E_TRIGGER_MS,
             note=f"{scale['trigger_ms']} ms trigger",
         ),
         Figure(
@@ -113,6 +113,7 @@ def e2e(result: Result) -> list[Figure]:
             _ratio(spark["applied"], plain["applied"]),
             "",
             target=targets.E2E_SPARK_SHARE,
+            tested=not result["figures"]["both_kept_up"],
             note=share_note,
         ),
     ]

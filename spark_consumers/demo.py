@@ -146,7 +146,10 @@ def _open(
     started: float,
 ) -> DemoRun:
     """The clients and the run's state; each is closed when ``stack`` unwinds."""
-    consumer_config = from_env(ConsumerConfig).with_checkpoint(infra_config, query="demo")
+    # Its own checkpoint even when CM_CHECKPOINT_DIR is set: never an operator's consumer's.
+    consumer_config = dataclasses.replace(
+        from_env(ConsumerConfig), checkpoint_dir=None
+    ).with_checkpoint(infra_config, query="demo")
     replica_config = options.replica_config()
     store = RedisStore.connect(endpoints.redis_url)
     producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))

@@ -20,7 +20,6 @@ import redis
 from confluent_kafka import Consumer, TopicPartition
 
 from collection_manager.controller import Controller, ReplicaStatus
-from collection_manager.filters import eq
 from collection_manager.specs import Row
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
@@ -123,9 +122,17 @@ class Observer:
         return by_replica, totals
 
     def replica_rows(self, replica_id: str) -> dict[str, Counter[Row]]:
-        """The replica's rows in every collection, read through the ``replica_id`` index."""
-        where = eq(REPLICA_COLUMN, replica_id)
-        return {c: Counter(self.store.snapshot(c, where).rows) for c in self.collections}
+        """The replica's rows in every collection, picked from a full read of each.
+
+        Not through the ``replica_id`` index: the verdict checks removals, which must keep
+        that index right, so it must not trust it.
+        """
+        found = {}
+        for c in self.collections:
+            position = self.store.spec(c).column_names.index(REPLICA_COLUMN)
+            rows = self.store.snapshot(c).rows
+            found[c] = Counter({r: m for r, m in rows.items() if r[position] == replica_id})
+        return found
 
     def statuses(self) -> dict[str, ReplicaStatus]:
         """The controller's record of every replica, by id."""

@@ -128,6 +128,9 @@ class Children:
         for child in self.started:
             child.terminate()
         deadline = time.monotonic() + grace_s
-        for child in self.started:
-            if not child.wait(deadline - time.monotonic()):
+        try:
+            for child in self.started:
+                child.wait(deadline - time.monotonic())
+        finally:  # also on a second Ctrl-C: nothing else would stop their sessions
+            for child in self.started:
                 child.kill()

@@ -16,6 +16,7 @@ from collection_manager import infra
 from collection_manager.commands import TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.controller import Controller, ReplicaStatus, now_ms
+from collection_manager.errors import CollectionManagerError
 
 if TYPE_CHECKING:
     from producers.agent import ReplicaAgent
@@ -103,6 +104,9 @@ def run_replica(args: argparse.Namespace) -> int:
     """Adds the replica, runs its agent, and removes it again on a clean stop."""
     from producers.agent import AgentConfig, ReplicaAgent
 
+    if args.state_file is not None and args.steps is None:
+        # The state is written once the agent published its last step; without one, never.
+        raise CollectionManagerError("--state-file needs --steps")
     infra_config = from_env(InfraConfig)
     endpoints = infra.up(infra_config)
     controller = _controller(endpoints)
@@ -112,6 +116,7 @@ def run_replica(args: argparse.Namespace) -> int:
     overrides.update(max_steps=args.steps, seed=args.seed)
     bootstrap = endpoints.kafka_bootstrap
     config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
+    agent: ReplicaAgent | None = None
     try:
         stop = _stop_on_signals()
         epoch = controller.add_replica(args.replica_id)
@@ -128,6 +133,10 @@ def run_replica(args: argparse.Namespace) -> int:
         print(f"replica {args.replica_id} epoch {epoch} stopped: {agent.reason}")
         return 1 if on_its_own else 0
     finally:
+        # After a failure too: its threads would heartbeat, and keep its lease, forever.
+        if agent is not None and not agent.stopped:
+            agent.stop("agent failing")
+            agent.join(10)
         controller.close()
         infra.down(infra_config, endpoints.started)
 

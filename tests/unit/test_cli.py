@@ -58,3 +58,13 @@ def test_reading_commands_start_nothing(
     err = capsys.readouterr().err
     assert err.startswith("error: no kafka to use: start one with `collection-manager infra up`")
     assert list(tmp_path.iterdir()) == []  # no services file: nothing was started
+
+
+def test_a_state_file_needs_steps(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    argv = ["replica", "run", "--id", "r1", "--state-file", str(tmp_path / "s.json")]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == "error: --state-file needs --steps\n"
+    assert list(tmp_path.iterdir()) == []  # refused before starting anything
