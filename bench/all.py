@@ -27,6 +27,7 @@ from bench import machine, plots, report
 from bench.common import services
 from collection_manager import infra
 from collection_manager.config import InfraConfig, from_env
+from collection_manager.infra.processes import log_tail
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,10 +94,6 @@ def plan_names() -> str:
     return ",".join(bench.name for bench in PLAN)
 
 
-def _log_tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
 def run_one(bench: Bench, options: Sequence[str], logs: Path) -> dict[str, Any]:
     """Runs one benchmark in its own process (session), with a timeout; returns its record."""
     log = logs / f"{bench.name}.log"
@@ -121,7 +118,7 @@ def run_one(bench: Bench, options: Sequence[str], logs: Path) -> dict[str, Any]:
             return {"status": "ok", **record, **json.loads(result_path.read_text())}
     status = "timeout" if code is None else f"failed (exit {code})"
     scale = vars(_module_parser(bench.name).parse_args(options))
-    return {"status": status, **record, "scale": scale, "error": _log_tail(log)}
+    return {"status": status, **record, "scale": scale, "error": log_tail(log, 30)}
 
 
 def _module_parser(name: str) -> argparse.ArgumentParser:
