@@ -275,7 +275,7 @@ def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
 
 
 def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
-    stored = {replica: run.observer.replica_rows(replica) for replica in plan.fates}
+    stored = run.observer.replica_rows(plan.fates)
     held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
     verification = verify(stored, held, [plan.removed, plan.killed])
     run.phase = "verified" if verification.ok else "MISMATCH"

@@ -12,7 +12,7 @@ import contextlib
 import datetime
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,12 +55,18 @@ def caught_up(position: Mapping[int, int] | None, target: Mapping[int, int]) -> 
     return position is not None and all(position.get(p, 0) >= o for p, o in target.items())
 
 
-def rows_per_replica(rows: Mapping[Row, int]) -> Counter[str]:
-    """A collection's rows counted by ``replica_id`` (column 0), multiplicities included."""
-    counts: Counter[str] = Counter()
+def split_by_replica(rows: Mapping[Row, int], position: int = 0) -> dict[str, Counter[Row]]:
+    """A collection's rows grouped by their ``replica_id``, the value at ``position``."""
+    groups: dict[str, Counter[Row]] = {}
     for row, multiplicity in rows.items():
-        counts[str(row[0])] += multiplicity
-    return counts
+        groups.setdefault(str(row[position]), Counter())[row] = multiplicity
+    return groups
+
+
+def rows_per_replica(rows: Mapping[Row, int], position: int = 0) -> Counter[str]:
+    """A collection's rows counted by ``replica_id``, multiplicities included."""
+    groups = split_by_replica(rows, position)
+    return Counter({replica: sum(group.values()) for replica, group in groups.items()})
 
 
 def recorded_after(progress: Mapping[str, Any], wall_s: float) -> bool:
@@ -117,22 +123,27 @@ class Observer:
 
     def rows(self) -> tuple[dict[str, Counter[str]], dict[str, int]]:
         """Per collection, rows by replica; and per collection, all its rows."""
-        by_replica = {c: rows_per_replica(self.store.snapshot(c).rows) for c in self.collections}
+        by_replica = {
+            c: rows_per_replica(self.store.snapshot(c).rows, self._replica_position(c))
+            for c in self.collections
+        }
         totals = {c: sum(counts.values()) for c, counts in by_replica.items()}
         return by_replica, totals
 
-    def replica_rows(self, replica_id: str) -> dict[str, Counter[Row]]:
-        """The replica's rows in every collection, picked from a full read of each.
+    def replica_rows(self, replicas: Iterable[str]) -> dict[str, dict[str, Counter[Row]]]:
+        """Per replica, its rows in every collection, from one full read of each.
 
         Not through the ``replica_id`` index: the verdict checks removals, which must keep
         that index right, so it must not trust it.
         """
-        found = {}
-        for c in self.collections:
-            position = self.store.spec(c).column_names.index(REPLICA_COLUMN)
-            rows = self.store.snapshot(c).rows
-            found[c] = Counter({r: m for r, m in rows.items() if r[position] == replica_id})
-        return found
+        split = {
+            c: split_by_replica(self.store.snapshot(c).rows, self._replica_position(c))
+            for c in self.collections
+        }
+        return {r: {c: split[c].get(r, Counter()) for c in self.collections} for r in replicas}
+
+    def _replica_position(self, collection: str) -> int:
+        return self.store.spec(collection).column_names.index(REPLICA_COLUMN)
 
     def statuses(self) -> dict[str, ReplicaStatus]:
         """The controller's record of every replica, by id."""

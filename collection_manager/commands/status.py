@@ -79,6 +79,8 @@ def lag_now(bootstrap: str, read: dict[str, int], timeout_s: float = 5.0) -> dic
     Raises:
         KafkaException: when the broker does not answer within ``timeout_s``.
     """
+    if not read:  # the consumer recorded nothing yet: nothing to ask Kafka
+        return {}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "collection-manager-status"})
     try:
         lag = {}
