@@ -127,7 +127,8 @@ class SparkConfig:
     spark_java_options: str = setting(
         "-XX:TieredStopAtLevel=1",
         "JVM options of the Spark driver and executors. The default compiles with C1 only: "
-        "the consumer's JVM only moves bytes to Python, and C2 compiling took half its CPU.",
+        "the consumer's JVM only moves bytes to Python, and C2's compiler threads compete "
+        "with it for the cores.",
     )
 
 
