@@ -1,12 +1,12 @@
 # Two commands do all set-up from a fresh clone:
-#   make demo   - venv, install, local Kafka/Redis/Spark as needed, then the main job
-#   make test   - the same set-up, then ruff, mypy and pytest (unit + integration)
+#   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
+#   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit bench infra-up infra-down infra-status clean
+.PHONY: setup demo test lint unit bench infra-up infra-down infra-status clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -14,25 +14,30 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+# Idempotent: resolves jars and installs redis-server only when they are missing.
+setup: $(STAMP)
+	$(BIN)/collection-manager setup
+
+demo: setup
 	$(BIN)/collection-manager demo
 
 # Every benchmark (under 15 minutes on 2 cores), then docs/benchmarks.md and its plots.
-bench: $(STAMP)
+bench: setup
 	$(BIN)/collection-manager bench all
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-test: lint
+test: setup lint
 	$(BIN)/pytest
 
-infra-up infra-down infra-status: $(STAMP)
+infra-up infra-down infra-status: setup
 	$(BIN)/collection-manager infra $(subst infra-,,$@)
 
 clean:

@@ -25,9 +25,9 @@ from typing import Any
 
 from bench import machine, plots, report
 from bench.common import services
-from collection_manager import infra
+from collection_manager import devservices
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.infra.processes import log_tail
+from collection_manager.devservices.processes import log_tail
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _services(needed: bool) -> Iterator[infra.Endpoints | None]:
+def _services(needed: bool) -> Iterator[devservices.Endpoints | None]:
     """Kafka and Redis for every benchmark (started once); stopped after if started here."""
     if not needed:
         yield None

@@ -1,4 +1,4 @@
-"""Cancel-to-quiet: how fast a cancelled subscribe stops loading Kafka (DESIGN §6, seed 001).
+"""Cancel-to-quiet: how fast a cancelled subscribe stops loading Kafka (docs/design.md §6).
 
 A 1,000,000-row snapshot is emitted through the agent's producer wrapper to a real topic,
 one message per row, all with one key (one collection, one partition). The baseline emits
@@ -28,8 +28,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import report, services
 from bench.targets import CANCEL_QUIET_MS
-from producers.kafka_producer import KafkaProducer, OptionValue, ProducerConfig
-from producers.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.kafka.producer import KafkaProducer, OptionValue, ProducerConfig
 from producers.simulated import Update, large_snapshot
 
 KEY = b"arrangement_sizes"

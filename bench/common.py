@@ -12,21 +12,21 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from collection_manager import infra
+from collection_manager import devservices
 from collection_manager.config import InfraConfig, from_env
 
 RESULTS = Path(__file__).parent / "results"
 
 
 @contextmanager
-def services() -> Iterator[infra.Endpoints]:
+def services() -> Iterator[devservices.Endpoints]:
     """Kafka and Redis for a benchmark; those it had to start are stopped after."""
     config = from_env(InfraConfig)
-    endpoints = infra.up(config)
+    endpoints = devservices.up(config)
     try:
         yield endpoints
     finally:
-        infra.down(config, endpoints.started)
+        devservices.down(config, endpoints.started)
 
 
 def machine() -> dict[str, Any]:

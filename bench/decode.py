@@ -21,8 +21,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import report, services
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig, from_env
-from collection_manager.requests import Append
-from producers.kafka_producer import KafkaProducer, ProducerConfig
+from collection_manager.core.requests import Append
+from collection_manager.devservices.setup import prepare
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from schemas.codec import HEADER_SIZE, decode_request, encode_request
 from schemas.registry import request_schema
 from spark_consumers.session import build_spark_session
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with services() as endpoints:
         topic = f"bench-decode-{uuid.uuid4().hex[:8]}"
         _publish(endpoints.kafka_bootstrap, topic, args.requests, args.updates)
+        prepare(from_env(InfraConfig), extra_spark_packages=[AVRO])
         spark = build_spark_session(
             from_env(SparkConfig), from_env(InfraConfig), "bench-decode", extra_packages=[AVRO]
         )

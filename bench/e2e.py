@@ -1,7 +1,7 @@
 """End to end: sustained throughput and publish-to-visible latency, Spark vs a plain loop.
 
 One offered load runs through (1) the Spark consumer (``start_consumer``, 500 ms trigger,
-``local[2]``) and (2) the no-Spark baseline (``spark_consumers.plain_loop``: one process,
+``local[2]``) and (2) the no-Spark baseline (``bench.plain_loop``: one process,
 a confluent-kafka poll loop, the same decode and store code), one after the other in one
 run, each on its own fresh 4-partition topic and fresh (renamed) collections.
 
@@ -48,344 +48,52 @@ import argparse
 import contextlib
 import dataclasses
 import math
-import multiprocessing
 import os
-import queue
 import statistics
-import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-import redis
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Message as KafkaMessage
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
 from bench.common import report, services
+from bench.e2e_paths import (
+    Phases,
+    Watcher,
+    plain_consumer,
+    publish,
+    snapshot,
+    spark_consumer,
+    wait_applied,
+)
+from bench.e2e_workload import (
+    PARTITIONS,
+    Message,
+    spread_name,
+    workload,
+)
 from bench.targets import E2E_P99_MS, E2E_RATE, E2E_SPARK_SHARE
-from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
-from collection_manager.infra import Endpoints
-from collection_manager.requests import Append, Update
-from collection_manager.specs import CollectionSpec, Value
-from collection_manager.storage.keys import CollectionKeys
-from collection_manager.storage.ops import double_positions
-from collection_manager.storage.rows import encode_row
+from collection_manager.config import InfraConfig, SparkConfig, from_env
+from collection_manager.devservices import Endpoints
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from producers.kafka_producer import DeliveryCallback, KafkaProducer, ProducerConfig
-from producers.partitioning import java_partition as partition_of
-from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
-from spark_consumers import plain_loop
-from spark_consumers.job import start_consumer
 from spark_consumers.session import build_spark_session
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    pass
 
-PARTITIONS = 4
-REPLICAS = ("r0", "r1", "r2")
-POLL_S = 0.01  # how often the watcher looks for probes: the latency's resolution
-SAMPLE_S = 0.2  # how often it samples the applied-request counters
 SEED_TIMEOUT_S = 180.0  # the seed also waits for Spark's first batches (Python workers)
 TARGET_RATE = E2E_RATE.bound
 TARGET_P99_MS = E2E_P99_MS.bound
 TARGET_SHARE = E2E_SPARK_SHARE.bound
 
-Phases = Callable[[], dict[str, float]]
 ConsumerFactory = Callable[[str], AbstractContextManager[Phases]]
-
-
-@dataclasses.dataclass(frozen=True)
-class Probe:
-    """A unique row whose arrival in ``contents_key`` (as hash field ``field``) is watched."""
-
-    seq: int
-    contents_key: str
-    field: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Message:
-    """One encoded request, ready to send."""
-
-    key: bytes
-    value: bytes
-    updates: int
-    probe: Probe | None = None
-
-
-def _value(kind: str, n: int) -> Value:
-    if kind == "string":
-        return f"v{n}"
-    if kind == "double":
-        return n + 0.5
-    if kind == "boolean":
-        return n % 2 == 0
-    return n
-
-
-def row_of(spec: CollectionSpec, replica: str, key: int, version: int) -> tuple[Value, ...]:
-    """A row of ``spec``: ``key`` in the column after ``replica_id``, ``version`` in the rest."""
-    columns = spec.columns
-    return (replica, _value(columns[1].type, key), *(_value(c.type, version) for c in columns[2:]))
-
-
-class Churn:
-    """Appends that keep ``keys`` rows per replica in each collection and update them."""
-
-    def __init__(self, specs: Sequence[CollectionSpec], keys: int, updates: int) -> None:
-        self.specs = specs
-        self.keys = keys
-        self.half = updates // 2
-        self.versions = {(s.name, r): [0] * keys for s in specs for r in REPLICAS}
-        self.cursors = dict.fromkeys(self.versions, 0)
-
-    def seed(self) -> list[Append]:
-        """Inserts of every row at version 0, ``2 * half`` per request."""
-        out = []
-        for spec in self.specs:
-            for replica in REPLICAS:
-                for first in range(0, self.keys, 2 * self.half):
-                    keys = range(first, min(first + 2 * self.half, self.keys))
-                    rows = [(row_of(spec, replica, k, 0), 1) for k in keys]
-                    out.append(Append(spec.name, replica, 1, tuple(rows), produced_at=0))
-        return out
-
-    def update(self, spec: CollectionSpec, replica: str, extra: Sequence[Update] = ()) -> Append:
-        """The next ``half`` rows of ``replica`` retracted and re-inserted one version on."""
-        versions = self.versions[spec.name, replica]
-        cursor = self.cursors[spec.name, replica]
-        updates: list[Update] = []
-        for j in range(self.half):
-            key = (cursor + j) % self.keys
-            version = versions[key]
-            updates.append((row_of(spec, replica, key, version), -1))
-            updates.append((row_of(spec, replica, key, version + 1), 1))
-            versions[key] = version + 1
-        self.cursors[spec.name, replica] = (cursor + self.half) % self.keys
-        return Append(spec.name, replica, 1, (*updates, *extra), produced_at=0)
-
-
-def _message(request: Append, probe: Probe | None = None) -> Message:
-    return Message(
-        request.collection.encode(), encode_request(request), len(request.updates), probe
-    )
-
-
-def workload(
-    specs: Sequence[CollectionSpec], args: argparse.Namespace
-) -> tuple[list[Message], list[Message]]:
-    """The encoded seed and load requests."""
-    churn = Churn(specs, args.keys, args.updates)
-    seed = [_message(request) for request in churn.seed()]
-    # Replica-major, so consecutive requests go to different collections (and partitions).
-    pairs = [(spec, replica) for replica in REPLICAS for spec in specs]
-    load = []
-    for n in range(round(args.rate * args.duration / args.updates)):
-        spec, replica = pairs[n % len(pairs)]
-        if n % args.probe_every:
-            load.append(_message(churn.update(spec, replica)))
-            continue
-        row = row_of(spec, "probe", n, 0)
-        probe = Probe(
-            n, CollectionKeys(spec.name).contents, encode_row(row, double_positions(spec))
-        )
-        load.append(_message(churn.update(spec, replica, [(row, 1)]), probe))
-    return seed, load
-
-
-class Watcher(threading.Thread):
-    """Polls Redis: when each published probe became visible, and how much was applied."""
-
-    def __init__(self, redis_url: str, collections: Sequence[str]) -> None:
-        super().__init__(name="e2e-watcher", daemon=True)
-        self.client = redis.Redis.from_url(redis_url)
-        self.stats_keys = [CollectionKeys(name).stats for name in collections]
-        self.published: queue.SimpleQueue[tuple[Probe, float]] = queue.SimpleQueue()
-        self.pending: dict[Probe, float] = {}
-        self.latencies_s: list[float] = []
-        self.timeline: list[tuple[float, int]] = []  # (monotonic time, requests applied)
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        """Checks probes every ``POLL_S`` and samples the counters every ``SAMPLE_S``."""
-        next_sample = 0.0
-        while not self.stopping.is_set():
-            self.check_probes()
-            now = time.monotonic()
-            if now >= next_sample:
-                self.timeline.append((now, self.applied()))
-                next_sample = now + SAMPLE_S
-            self.stopping.wait(POLL_S)
-
-    def stop(self) -> None:
-        """Stops polling, after one last look for probes."""
-        self.stopping.set()
-        self.join()
-        self.check_probes()
-
-    def check_probes(self) -> None:
-        """Records the probes that are visible now."""
-        while not self.published.empty():
-            probe, published_at = self.published.get()
-            self.pending[probe] = published_at
-        if not self.pending:
-            return
-        probes = list(self.pending)
-        with self.client.pipeline(transaction=False) as pipe:
-            for probe in probes:
-                pipe.hexists(probe.contents_key, probe.field)
-            seen = pipe.execute()
-        now = time.monotonic()
-        for probe, visible in zip(probes, seen, strict=True):
-            if visible:
-                self.latencies_s.append(now - self.pending.pop(probe))
-
-    def applied(self, counter: str = "requests") -> int:
-        """A stats counter summed over the watched collections (requests applied so far)."""
-        with self.client.pipeline(transaction=False) as pipe:
-            for key in self.stats_keys:
-                pipe.hget(key, counter)
-            return sum(int(value or 0) for value in pipe.execute())
-
-
-def publish(
-    producer: KafkaProducer,
-    topic: str,
-    messages: Sequence[Message],
-    rate: float,
-    watcher: Watcher | None = None,
-    on_delivery: DeliveryCallback | None = None,
-) -> tuple[float, float]:
-    """Sends ``messages`` on a schedule of ``rate`` requests/s; returns (start, last send).
-
-    A send that falls behind its slot goes at once, so the schedule is caught up with.
-    """
-    start = last = time.monotonic()
-    for i, message in enumerate(messages):
-        delay = start + i / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        last = time.monotonic()
-        producer.produce(topic, message.key, message.value, on_delivery)
-        if watcher is not None and message.probe is not None:
-            watcher.published.put((message.probe, last))
-    return start, last
-
-
-def machine_cpu_s() -> float:
-    """CPU seconds used so far by every process on this machine, from ``/proc/stat``."""
-    with open("/proc/stat") as stat:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = stat.readline().split()[1:9]
-    ticks = sum(int(t) for t in (user, nice, system, irq, softirq, steal))
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def snapshot(phases: Phases, watcher: Watcher) -> dict[str, float]:
-    """The consumer's phase totals, with what Redis and the machine used and what was written.
-
-    ``written`` is the updates the store wrote after consolidation; Redis CPU and the
-    machine's CPU show where the load lands (the machine's includes anything else running).
-    """
-    info = watcher.client.info("cpu")
-    return {
-        **phases(),
-        "redis_cpu": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
-        "machine_cpu": machine_cpu_s(),
-        "written": watcher.applied("updates"),
-    }
-
-
-def wait_applied(watcher: Watcher, expected: int, timeout_s: float) -> float | None:
-    """When ``expected`` requests were applied (monotonic), or None after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if watcher.applied() >= expected:
-            return time.monotonic()
-        time.sleep(POLL_S)
-    return None
-
-
-@contextmanager
-def plain_consumer(endpoints: Endpoints, topic: str) -> Iterator[Phases]:
-    """The baseline loop in its own process (spawned: this one has Kafka threads running)."""
-    context = multiprocessing.get_context("spawn")
-    ready, stop = context.Event(), context.Event()
-    timings = context.Array("d", len(plain_loop.TIMINGS), lock=False)
-    settings = plain_loop.LoopSettings(
-        endpoints.kafka_bootstrap,
-        endpoints.redis_url,
-        topic,
-        group_id=f"{topic}-plain",
-        dead_letter_topic=f"{topic}-dead",
-    )
-    process = context.Process(
-        target=plain_loop.run, args=(settings, ready, stop, timings), name="plain-loop"
-    )
-    process.start()
-    try:
-        if not ready.wait(60):
-            raise RuntimeError("the plain loop was assigned no partitions within 60 s")
-
-        def phases() -> dict[str, float]:
-            # The loop adds a batch's timings just after its data became visible in Redis.
-            time.sleep(2 * settings.poll_timeout_s)
-            return dict(zip(plain_loop.TIMINGS, timings, strict=True))
-
-        yield phases
-    finally:
-        stop.set()
-        process.join(30)
-        if process.is_alive():
-            process.terminate()
-            process.join()
-
-
-def spark_phases(query: StreamingQuery) -> dict[str, float]:
-    """Seconds per phase summed over the query's batches so far; busy = triggerExecution.
-
-    Waits for the running batch to end first: its data can be visible in Redis well before
-    it reports its progress, and it must be counted whole, on one side of the window.
-    """
-    deadline = time.monotonic() + 30
-    while query.status["isTriggerActive"] and time.monotonic() < deadline:
-        time.sleep(POLL_S)
-    if not query.isActive:
-        raise RuntimeError(f"the Spark query stopped: {query.exception()}")
-    totals: dict[str, float] = {}
-    progress_list = query.recentProgress
-    for progress in progress_list:
-        for phase, ms in progress.durationMs.items():
-            totals[phase] = totals.get(phase, 0.0) + ms / 1000
-    totals["busy"] = totals.get("triggerExecution", 0.0)
-    totals["batches"] = len(progress_list)
-    return totals
-
-
-@contextmanager
-def spark_consumer(
-    spark: SparkSession, endpoints: Endpoints, topic: str, trigger_ms: int
-) -> Iterator[Phases]:
-    """The Spark consumer with a throwaway checkpoint."""
-    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
-        config = ConsumerConfig(
-            topic=topic,
-            dead_letter_topic=f"{topic}-dead",
-            checkpoint_dir=str(Path(tmp) / "checkpoint"),
-            trigger_interval_ms=trigger_ms,
-        )
-        query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
-        try:
-            yield lambda: spark_phases(query)
-        finally:
-            query.stop()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,23 +176,6 @@ def measure(
     watcher.stop()
     result = summarize(watcher, load, (start, last, rate), drained, (before, after))
     return dataclasses.replace(result, placement=placement)
-
-
-def java_partition(key: bytes, partitions: int = PARTITIONS) -> int:
-    """The partition of a keyed message on the benchmark's topics."""
-    return partition_of(key, partitions)
-
-
-def spread_name(base: str, partition: int) -> str:
-    """``base`` with the first suffix that lands it on ``partition``.
-
-    Random names would put the five collections on the four partitions differently in
-    every run (sometimes on two of them), and Spark's batch time follows its busiest
-    partition; fixed placement (two on partition 0, one on each other) keeps runs alike.
-    """
-    return next(
-        name for n in range(10_000) if java_partition((name := f"{base}-{n}").encode()) == partition
-    )
 
 
 def run_path(

@@ -16,7 +16,7 @@ from typing import Any
 import redis
 
 from bench.common import report, services
-from collection_manager.requests import Append
+from collection_manager.core.requests import Append
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
 

@@ -13,7 +13,7 @@ from typing import Any
 import redis
 
 from collection_manager.config import KAFKA_VERSION, InfraConfig
-from collection_manager.infra import Endpoints
+from collection_manager.devservices import Endpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 

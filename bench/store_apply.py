@@ -20,8 +20,8 @@ from typing import Any
 import redis
 
 from bench.common import report, services
-from collection_manager.requests import Append
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.requests import Append
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
 
 UPDATES_PER_REQUEST = 1_000

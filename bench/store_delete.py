@@ -14,9 +14,9 @@ from typing import Any
 import redis
 
 from bench.common import report, services
-from collection_manager.filters import eq, prefix
-from collection_manager.requests import Append, Delete
-from collection_manager.specs import CollectionSpec, Row
+from collection_manager.core.filters import eq, prefix
+from collection_manager.core.requests import Append, Delete
+from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.storage.store import RedisStore
 
 VICTIM_ROWS = 1_000

@@ -1,4 +1,4 @@
-"""The targets the benchmarks are held to (issue 5, DESIGN §8): requirements, not figures.
+"""The targets the benchmarks are held to (issue 5, docs/design.md §8): requirements, not figures.
 
 The benchmarks print them beside what they measured and the report marks each as met or
 missed; nothing asserts them, since timings on a shared machine are noisy.
@@ -52,4 +52,4 @@ STORE_APPLY_RATE = Target(">=", 100_000, "updates/s")
 INDEXED_DELETE_MS = Target("<", 50, "ms")
 INDEXED_DELETE_AT_ROWS = 1_000_000  # the collection size the delete target is stated at
 CANCEL_QUIET_MS = Target("<=", 100, "ms")
-TTL_INDEX_PER_KEY = Target("<=", 1, "entries per primary key", "DESIGN §8")
+TTL_INDEX_PER_KEY = Target("<=", 1, "entries per primary key", "docs/design.md §8")

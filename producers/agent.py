@@ -1,4 +1,4 @@
-"""The replica agent: introspection subscribes and heartbeats of one replica (DESIGN §1, §6).
+"""The replica agent: introspection subscribes and heartbeats of a replica (docs/design.md §1, §6).
 
 An agent is created for a replica id and started with the epoch the controller issued
 (``Controller.add_replica``); without an epoch nothing is published. Each introspection
@@ -23,12 +23,17 @@ from pathlib import Path
 from types import MappingProxyType
 
 from collection_manager.config import ReplicaConfig
-from collection_manager.errors import CollectionManagerError
-from collection_manager.requests import Heartbeat
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.requests import Heartbeat
+from collection_manager.core.shutdown import Cancelled, ShutdownToken
+from collection_manager.kafka.producer import (
+    DeliveryStats,
+    KafkaProducer,
+    OptionValue,
+    ProducerConfig,
+)
 from producers.batching import PublishedState
-from producers.kafka_producer import DeliveryStats, KafkaProducer, OptionValue, ProducerConfig
 from producers.resources import REPLICA_METRICS, ResourceSource
-from producers.shutdown import Cancelled, ShutdownToken
 from producers.simulated import COLUMNS, Row, SimulatedReplica
 from producers.subscribe import Publishing, Source, Subscribe
 from schemas.codec import encode_request

@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
-from collection_manager.requests import Append
+from collection_manager.core.requests import Append
 from producers.simulated import Row, Update, apply_updates
 
 

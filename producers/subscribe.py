@@ -3,7 +3,7 @@
 The subscribe publishes its source's snapshot, then its changes at a fixed interval, as
 ``Append`` requests keyed by the collection (so they are applied in order). Cancelling it
 (:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
-in the middle of a snapshot, and purges what its producer still queues (DESIGN §6): that
+in the middle of a snapshot, and purges what its producer still queues (docs/design.md §6): that
 is why each subscribe owns its producer, since a purge empties the whole producer.
 """
 
@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from collection_manager.requests import Append
+from collection_manager.core.requests import Append
+from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.kafka.producer import KafkaProducer
 from producers.batching import PublishedState, append_batches, with_replica
-from producers.kafka_producer import KafkaProducer
-from producers.shutdown import Cancelled, ShutdownToken, guard
 from producers.simulated import Update
 from schemas.codec import encode_request
 

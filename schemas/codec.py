@@ -1,4 +1,4 @@
-"""Requests as bytes: Avro single-object encoding with fastavro (DESIGN §3).
+"""Requests as bytes: Avro single-object encoding with fastavro (docs/design.md §3).
 
 A message is ``C3 01``, the 8-byte little-endian CRC-64-AVRO fingerprint of the writer's
 schema, then the schemaless Avro body. The fingerprint selects the writer schema from a
@@ -16,10 +16,10 @@ from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 
-from collection_manager.errors import OversizedRequestError, SerializationError
-from collection_manager.requests import Append, Request, collection_of
-from collection_manager.specs import LONG_MAX, LONG_MIN, Value
+from collection_manager.core.requests import Append, Request, collection_of
+from collection_manager.core.specs import LONG_MAX, LONG_MIN, Value
 from schemas.convert import record_to_request, request_to_record
+from schemas.errors import OversizedRequestError, SerializationError
 from schemas.registry import SchemaRegistry, default_registry
 
 MAGIC = b"\xc3\x01"

@@ -11,8 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from collection_manager.errors import SerializationError
-from collection_manager.filters import (
+from collection_manager.core.filters import (
     MAX_DEPTH,
     MAX_NODES,
     And,
@@ -25,7 +24,7 @@ from collection_manager.filters import (
     Prefix,
     walk,
 )
-from collection_manager.requests import (
+from collection_manager.core.requests import (
     Append,
     Delete,
     Fence,
@@ -34,6 +33,7 @@ from collection_manager.requests import (
     ReplicaRemoved,
     Request,
 )
+from schemas.errors import SerializationError
 
 NAMESPACE = "collection_manager.wire"
 Record = dict[str, Any]

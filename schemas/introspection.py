@@ -1,14 +1,14 @@
 """The built-in introspection collections (seed 003) and their row schemas (``rows/``).
 
 Every introspection row starts with the ``replica_id`` that produced it, and that column
-is indexed, so deleting a replica's rows reads only those rows (DESIGN §5).
+is indexed, so deleting a replica's rows reads only those rows (docs/design.md §5).
 """
 
 from __future__ import annotations
 
 import functools
 
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.specs import CollectionSpec
 from schemas.registry import load_avsc
 
 INTROSPECTION_COLLECTIONS = (

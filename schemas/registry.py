@@ -22,7 +22,8 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
-from collection_manager.errors import SchemaError, UnknownSchemaError
+from collection_manager.core.errors import SchemaError
+from schemas.errors import UnknownSchemaError
 
 ParsedSchema = Any  # what fastavro.parse_schema returns
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from collection_manager.config import ConsumerConfig
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
-from producers.kafka_producer import KafkaProducer, ProducerConfig
 from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
 from spark_consumers.python_worker import cheapen_next_task
 

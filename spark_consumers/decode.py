@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from collection_manager.errors import CollectionManagerError, SerializationError
-from collection_manager.requests import Request, validate_request
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.requests import Request, validate_request
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.plan import OffsetRequest
 from schemas.codec import decode_request
+from schemas.errors import SerializationError
 
 
 @dataclasses.dataclass(frozen=True)

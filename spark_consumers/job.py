@@ -13,8 +13,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig
-from collection_manager.errors import ConsumerError
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
+from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
 
 if TYPE_CHECKING:

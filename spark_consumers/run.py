@@ -11,13 +11,13 @@ from types import FrameType
 from typing import Any
 
 from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
-from collection_manager.errors import ConsumerError
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
+from spark_consumers.errors import ConsumerError
 from spark_consumers.job import start_consumer
 from spark_consumers.metrics import record_progress
+from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
-from spark_consumers.validity import RetractionTimer
 
 logger = logging.getLogger(__name__)
 

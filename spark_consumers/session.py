@@ -1,4 +1,4 @@
-"""A SparkSession with Spark's Kafka source on its classpath, resolved once into the cache."""
+"""A SparkSession with Spark's Kafka source on its classpath, from the jars setup cached."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
-from collection_manager.errors import InfrastructureError
-from collection_manager.infra.kafka_broker import require_java
-from collection_manager.infra.maven import resolve_jars
+from collection_manager.config.machine import require_jars, require_java
+from collection_manager.core.errors import InfrastructureError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,18 +34,31 @@ def _pyspark_jars_dir() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
+def connector_coordinates(extra_packages: Sequence[str] = ()) -> list[str]:
+    """The Maven coordinates to put on Spark's classpath: the connector and ``extra_packages``."""
+    return [CONNECTOR, *extra_packages]
+
+
+def connector_dir(infra: InfraConfig, extra_packages: Sequence[str] = ()) -> Path:
+    """Where ``collection-manager setup`` resolves :func:`connector_coordinates` to."""
+    suffix = "".join(f"+{p.split(':')[1]}" for p in extra_packages)
+    return infra.cache_dir / f"spark-kafka-{SPARK_VERSION}{suffix}"
+
+
 def connector_jars(infra: InfraConfig, extra_packages: Sequence[str] = ()) -> list[Path]:
     """The Kafka connector and those of its dependencies that pyspark does not ship.
 
-    Resolved with Maven rather than ``spark.jars.packages``: Spark's Ivy resolution trusts
-    a local Maven repository holding only a pom and then fails offline; a plain jar list
-    from the cache needs no network after the first run. Jars pyspark already ships
-    (Scala, Hadoop client, slf4j, ...) are left out so only one version is on the classpath.
+    Resolved by setup with Maven rather than at run time with ``spark.jars.packages``:
+    Spark's Ivy resolution trusts a local Maven repository holding only a pom and then fails
+    offline, and a job must not download anything when it starts. Jars pyspark already
+    ships (Scala, Hadoop client, slf4j, ...) are left out so only one version is on the
+    classpath.
     """
-    packages = [CONNECTOR, *extra_packages]
-    suffix = "".join(f"+{p.split(':')[1]}" for p in extra_packages)
-    dest = infra.cache_dir / f"spark-kafka-{SPARK_VERSION}{suffix}"
-    jars = resolve_jars(packages, dest, infra.maven_timeout_s)
+    jars = require_jars(
+        connector_coordinates(extra_packages),
+        connector_dir(infra, extra_packages),
+        f"Spark's Kafka connector for pyspark {SPARK_VERSION}",
+    )
     shipped = {_artifact(jar) for jar in _pyspark_jars_dir().glob("*.jar")}
     return [jar for jar in jars if _artifact(jar) not in shipped]
 

@@ -2,7 +2,7 @@
 
 The tree becomes nested lists with column *positions* instead of names, e.g.
 ``and_(eq("replica_id", "r1"), gt("worker_id", 3))`` -> ``["and", ["eq", 0, "r1"],
-["gt", 1, 3]]``. Semantics are those of ``collection_manager.filters.evaluate``.
+["gt", 1, 3]]``. Semantics are those of ``collection_manager.core.filters.evaluate``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from collection_manager.filters import And, Cmp, Filter, In, IsNull, Not, Or, Prefix
+from collection_manager.core.filters import And, Cmp, Filter, In, IsNull, Not, Or, Prefix
 
 LuaFilter = list[Any]
 

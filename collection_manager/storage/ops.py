@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from collection_manager.planning import SourceUpdates
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.planning import SourceUpdates
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter
 from collection_manager.storage.rows import encode_row
 

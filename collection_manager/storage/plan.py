@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from collection_manager.filters import Filter, index_lookup
-from collection_manager.planning import AppendGroup, DeleteStep, plan_groups
-from collection_manager.requests import Append, Delete, ReplicaRemoved, Request
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.filters import Filter, index_lookup
+from collection_manager.core.planning import AppendGroup, DeleteStep, plan_groups
+from collection_manager.core.requests import Append, Delete, ReplicaRemoved, Request
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter, to_lua
 from collection_manager.storage.ops import AppendOp, DeleteOp, FenceOp, Op
 from collection_manager.storage.rows import index_value

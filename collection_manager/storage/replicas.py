@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import redis
 
-from collection_manager.requests import Heartbeat, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.core.requests import Heartbeat, ReplicaAdded, ReplicaRemoved, Request
 
 SEEN = "cm:replicas:seen"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from collection_manager.errors import SchemaError
-from collection_manager.specs import Row
+from collection_manager.core.errors import SchemaError
+from collection_manager.core.specs import Row
 
 # One encoder for all rows: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -10,15 +10,15 @@ from typing import Any, cast
 
 import redis
 
-from collection_manager.errors import (
+from collection_manager.core.errors import (
     CollectionManagerError,
     InfrastructureError,
-    StorageError,
     UnknownCollectionError,
 )
-from collection_manager.filters import Filter, validate
-from collection_manager.requests import ReplicaRemoved, collection_of, validate_request
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.filters import Filter, validate
+from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.ops import Op, ScriptCall, chunk_ops, script_call
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops

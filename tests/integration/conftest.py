@@ -16,7 +16,7 @@ import pytest
 import redis as redis_lib
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collection_manager import infra
+from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 
 INTEGRATION_DIR = Path(__file__).parent
@@ -34,22 +34,22 @@ def infra_config() -> InfraConfig:
 
 
 @pytest.fixture(scope="session")
-def endpoints(infra_config: InfraConfig) -> Iterator[infra.Endpoints]:
-    found = infra.up(infra_config)
+def endpoints(infra_config: InfraConfig) -> Iterator[devservices.Endpoints]:
+    found = devservices.up(infra_config)
     try:
         yield found
     finally:
-        infra.down(infra_config, found.started)
+        devservices.down(infra_config, found.started)
 
 
 @pytest.fixture(scope="session")
-def kafka(endpoints: infra.Endpoints) -> str:
+def kafka(endpoints: devservices.Endpoints) -> str:
     """Bootstrap servers of a real broker."""
     return endpoints.kafka_bootstrap
 
 
 @pytest.fixture(scope="session")
-def redis(endpoints: infra.Endpoints) -> Iterator[redis_lib.Redis]:
+def redis(endpoints: devservices.Endpoints) -> Iterator[redis_lib.Redis]:
     """A client of a real Redis."""
     client = redis_lib.Redis.from_url(endpoints.redis_url)
     yield client

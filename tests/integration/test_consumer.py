@@ -13,11 +13,11 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager.config import ConsumerConfig
-from collection_manager.filters import eq
-from collection_manager.model import ModelStore
-from collection_manager.requests import Append, Delete, Fence, Request
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Append, Delete, Fence, Request
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
+from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer

@@ -23,12 +23,12 @@ import pytest
 import redis as redis_lib
 from confluent_kafka import Consumer, TopicPartition
 
-from collection_manager.filters import eq, lt
-from collection_manager.model import ModelStore
-from collection_manager.requests import Append, Delete, Request
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.filters import eq, lt
+from collection_manager.core.requests import Append, Delete, Request
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from producers.kafka_producer import KafkaProducer, ProducerConfig
+from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request, encode_request
 from schemas.introspection import introspection_spec
 from tests.support import assert_eventually
@@ -113,7 +113,7 @@ def _consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dic
 def _start_consumer(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "collection_manager.cli", "consume"],
+            [sys.executable, "-m", "collection_manager.cli.main", "consume"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

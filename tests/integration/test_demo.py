@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_consumers.demo import DemoOptions, run_demo
-from spark_consumers.demo_view import PlainReporter
+from collection_manager.demo.runner import DemoOptions, run_demo
+from collection_manager.demo.view import PlainReporter
 
 
 def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(

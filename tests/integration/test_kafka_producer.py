@@ -10,7 +10,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from producers.kafka_producer import (
+from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.kafka.partitioning import java_murmur2, java_partition
+from collection_manager.kafka.producer import (
     ENFORCED,
     KafkaProducer,
     OptionValue,
@@ -18,8 +20,6 @@ from producers.kafka_producer import (
     ProducerError,
     ProducerQueueFullError,
 )
-from producers.partitioning import java_murmur2, java_partition
-from producers.shutdown import Cancelled, ShutdownToken, guard
 from tests.support import assert_eventually
 
 PARTITIONS = 4

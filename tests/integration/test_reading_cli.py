@@ -16,13 +16,13 @@ import pytest
 import redis as redis_lib
 from confluent_kafka import Producer
 
-from collection_manager import infra
-from collection_manager.cli import main
+from collection_manager import devservices
+from collection_manager.cli.main import main
 from collection_manager.config import ReplicaConfig
-from collection_manager.controller import Controller
-from collection_manager.filters import eq
-from collection_manager.requests import Append, Delete
-from collection_manager.specs import CollectionSpec
+from collection_manager.control.controller import Controller
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Append, Delete
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
 from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
@@ -43,7 +43,7 @@ COLUMNS = "replica_id (string), worker_id (long), hydrated (boolean), count (lon
 
 @pytest.fixture
 def cli_env(
-    monkeypatch: pytest.MonkeyPatch, endpoints: infra.Endpoints, unique: str, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, endpoints: devservices.Endpoints, unique: str, tmp_path: Path
 ) -> str:
     """The CLI pointed at the session's services, with its own replica namespace."""
     monkeypatch.setenv("CM_REDIS_URL", endpoints.redis_url)
@@ -169,7 +169,7 @@ def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], colle
 
 @pytest.fixture
 def consumer_record(
-    redis: redis_lib.Redis, endpoints: infra.Endpoints, topic: str
+    redis: redis_lib.Redis, endpoints: devservices.Endpoints, topic: str
 ) -> Iterator[str]:
     """A consumer record in ``cm:consumer`` whose last batch read 41 of the 45 records of
     ``topic``'s partition 0 (it saw no lag when it planned it); what was there before is put
@@ -235,7 +235,7 @@ def test_replicas_lists_members(
     monkeypatch: pytest.MonkeyPatch,
     cli_env: str,
     kafka: str,
-    endpoints: infra.Endpoints,
+    endpoints: devservices.Endpoints,
     topic: str,
 ) -> None:
     monkeypatch.setenv("CM_TOPIC", topic)

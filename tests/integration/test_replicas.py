@@ -24,15 +24,15 @@ import redis as redis_lib
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager.config import ConsumerConfig, ReplicaConfig
-from collection_manager.controller import Controller
-from collection_manager.filters import eq
-from collection_manager.leases import Lease
-from collection_manager.members import REMOVED
-from collection_manager.requests import Append
+from collection_manager.control.controller import Controller
+from collection_manager.control.leases import Lease
+from collection_manager.control.members import REMOVED
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Append
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.replicas import SEEN
 from collection_manager.storage.store import RedisStore
 from producers.agent import AgentConfig, ReplicaAgent
-from producers.kafka_producer import KafkaProducer, ProducerConfig
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer
@@ -219,7 +219,7 @@ def _start_agent_process(
     replica_id: str, env: dict[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "collection_manager.cli", "replica", "run", "--id", replica_id,
+        sys.executable, "-m", "collection_manager.cli.main", "replica", "run", "--id", replica_id,
         "--workers", "2", "--dataflows", "2", "--steps", "3", "--duration", "600",
     ]  # fmt: skip
     with open(log, "ab") as out:

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 import redis as redis_lib
 
-from collection_manager.model import ModelStore
-from collection_manager.requests import Append
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.requests import Append
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
-from spark_consumers.validity import RetractionTimer
+from collection_manager.testing.model import ModelStore
+from spark_consumers.retraction_timer import RetractionTimer
 from tests.unit.strategies import FRONTIERS
 
 

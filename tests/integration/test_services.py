@@ -7,7 +7,7 @@ from typing import Any
 import redis as redis_lib
 from confluent_kafka import Consumer, Producer
 
-from collection_manager import infra
+from collection_manager import devservices
 from collection_manager.config import InfraConfig
 from tests.support import assert_eventually
 
@@ -72,17 +72,17 @@ def test_spark_reads_the_topic_with_its_kafka_source(kafka: str, topic: str, spa
 
 
 def test_status_shows_the_services_answering(
-    endpoints: infra.Endpoints, infra_config: InfraConfig
+    endpoints: devservices.Endpoints, infra_config: InfraConfig
 ) -> None:
-    rows = {row.name: row for row in infra.status(infra_config)}
+    rows = {row.name: row for row in devservices.status(infra_config)}
     assert rows["kafka"].answers and rows["kafka"].address == endpoints.kafka_bootstrap
     assert rows["redis"].answers and rows["redis"].address == endpoints.redis_url
 
 
 def test_up_again_reuses_the_running_services(
-    endpoints: infra.Endpoints, infra_config: InfraConfig
+    endpoints: devservices.Endpoints, infra_config: InfraConfig
 ) -> None:
-    again = infra.up(infra_config)
+    again = devservices.up(infra_config)
     assert again.started == ()
     assert (again.kafka_bootstrap, again.redis_url) == (
         endpoints.kafka_bootstrap,

@@ -8,16 +8,12 @@ from collections.abc import Iterator
 import pytest
 import redis as redis_lib
 
-from collection_manager.errors import (
-    FilterError,
-    SchemaError,
-    StorageError,
-    UnknownCollectionError,
-)
-from collection_manager.filters import and_, eq, ge, in_, prefix
-from collection_manager.planning import SourceUpdates
-from collection_manager.requests import Append, Delete
-from collection_manager.specs import CollectionSpec
+from collection_manager.core.errors import FilterError, SchemaError, UnknownCollectionError
+from collection_manager.core.filters import and_, eq, ge, in_, prefix
+from collection_manager.core.planning import SourceUpdates
+from collection_manager.core.requests import Append, Delete
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore, Snapshot

@@ -10,9 +10,9 @@ import redis as redis_lib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collection_manager.model import CollectionModel, ModelStore
-from collection_manager.requests import Append, Delete, Request
+from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.storage.store import RedisStore
+from collection_manager.testing.model import CollectionModel, ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_streams
 
 COUNTERS = (

@@ -10,9 +10,9 @@ import redis as redis_lib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collection_manager.model import ModelStore
-from collection_manager.requests import Append, Request
+from collection_manager.core.requests import Append, Request
 from collection_manager.storage.store import RedisStore
+from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees, _renamed
 from tests.unit.strategies import MODEL_SPECS, model_requests
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from collection_manager.filters import (
+from collection_manager.core.filters import (
     CMP_OPS,
     MAX_DEPTH,
     And,
@@ -24,7 +24,7 @@ from collection_manager.filters import (
     Prefix,
     shape,
 )
-from collection_manager.requests import (
+from collection_manager.core.requests import (
     Append,
     Delete,
     Fence,
@@ -33,7 +33,7 @@ from collection_manager.requests import (
     ReplicaRemoved,
     Request,
 )
-from collection_manager.specs import LONG_MAX, LONG_MIN, CollectionSpec, Column, Value
+from collection_manager.core.specs import LONG_MAX, LONG_MIN, CollectionSpec, Column, Value
 
 # Wire strategies
 

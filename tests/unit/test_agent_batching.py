@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from collection_manager.errors import CollectionManagerError
-from collection_manager.requests import Append, Heartbeat, Request
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.requests import Append, Heartbeat, Request
+from collection_manager.core.shutdown import ShutdownToken
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from producers.agent import AgentConfig, ReplicaAgent
 from producers.batching import PublishedState, append_batches, with_replica
-from producers.kafka_producer import KafkaProducer, ProducerConfig
-from producers.shutdown import ShutdownToken
 from producers.simulated import COLUMNS, SimulatedReplica, Update
 from producers.subscribe import Publishing, Subscribe
 from schemas.codec import decode_request

@@ -310,7 +310,7 @@ def test_plots_are_drawn_from_the_fixture(tmp_path: Path) -> None:
 
 
 def test_bench_all_is_a_subcommand() -> None:
-    from collection_manager.cli import build_parser
+    from collection_manager.cli.main import build_parser
 
     args = build_parser().parse_args(["bench", "all", "--quick", "--out", "/tmp/x"])
     assert callable(args.run)

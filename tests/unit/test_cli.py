@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collection_manager.cli import build_parser, main
+from collection_manager.cli.main import build_parser, main
 
 
 def test_every_subcommand_parses() -> None:

@@ -12,13 +12,8 @@ from fastavro import parse_schema, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collection_manager.errors import (
-    OversizedRequestError,
-    SerializationError,
-    UnknownSchemaError,
-)
-from collection_manager.filters import MAX_DEPTH, MAX_NODES, Filter, Not, and_, eq, in_, or_
-from collection_manager.requests import (
+from collection_manager.core.filters import MAX_DEPTH, MAX_NODES, Filter, Not, and_, eq, in_, or_
+from collection_manager.core.requests import (
     Append,
     Delete,
     Fence,
@@ -29,6 +24,7 @@ from collection_manager.requests import (
 )
 from schemas.codec import HEADER_SIZE, MAGIC, decode_request, encode_request
 from schemas.convert import NAMESPACE, filter_to_nodes, nodes_to_filter
+from schemas.errors import OversizedRequestError, SerializationError, UnknownSchemaError
 from schemas.registry import SchemaRegistry, default_registry, request_schema, schema_fingerprint
 from tests.unit.strategies import wire_requests
 

@@ -1,4 +1,4 @@
-"""Settings helpers of collection_manager.config (no services)."""
+"""Settings helpers of collection_manager.config.settings (no services)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collection_manager import config
-from collection_manager.config_reference import (
+from collection_manager.config import settings as config
+from collection_manager.config.reference import (
     CONFIG_CLASSES,
     END_MARKER,
     REGENERATE,
@@ -21,7 +21,7 @@ from collection_manager.config_reference import (
     render_reference,
     replace_reference,
 )
-from collection_manager.errors import CollectionManagerError
+from collection_manager.core.errors import CollectionManagerError
 
 OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
@@ -45,7 +45,7 @@ def test_every_setting_has_a_help_text() -> None:
 
 
 def test_every_config_class_is_in_the_reference() -> None:
-    # A new settings class in config.py must be added to CONFIG_CLASSES, or it goes
+    # A new settings class in config/settings.py must be added to CONFIG_CLASSES, or it goes
     # undocumented.
     defined = {
         cls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.cli import build_parser
+from collection_manager.cli.main import build_parser
 
 
 def test_defaults() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_consumers.demo_model import (
+from collection_manager.demo.frames import (
     KILL,
     REMOVE,
     SURVIVE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from spark_consumers.demo_observe import (
+from collection_manager.demo.observe import (
     caught_up,
     lag,
     parse_offset_log,

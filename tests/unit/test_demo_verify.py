@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from spark_consumers.demo_verify import summary_table, verify
+from collection_manager.demo.verify import summary_table, verify
 
 FRONTIERS = "compute_frontiers"
 ERRORS = "error_counts"

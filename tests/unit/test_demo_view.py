@@ -6,9 +6,9 @@ from collections import Counter
 
 from rich.console import Console
 
-from spark_consumers.demo_model import Frame, ReplicaView
-from spark_consumers.demo_verify import verify
-from spark_consumers.demo_view import PlainReporter, render, render_summary
+from collection_manager.demo.frames import Frame, ReplicaView
+from collection_manager.demo.verify import verify
+from collection_manager.demo.view import PlainReporter, render, render_summary
 
 
 def _frame(phase: str, events: tuple[str, ...]) -> Frame:

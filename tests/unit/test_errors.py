@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.errors import (
+from collection_manager.core.errors import (
     CollectionManagerError,
     FilterError,
     InfrastructureError,
-    OversizedRequestError,
     SchemaError,
-    SerializationError,
     UnknownCollectionError,
-    UnknownSchemaError,
 )
+from schemas.errors import OversizedRequestError, SerializationError, UnknownSchemaError
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collection_manager.errors import FilterError
-from collection_manager.filters import (
+from collection_manager.core.errors import FilterError
+from collection_manager.core.filters import (
     MAX_DEPTH,
     MAX_NODES,
     And,
@@ -36,7 +36,7 @@ from collection_manager.filters import (
     shape,
     validate,
 )
-from collection_manager.specs import Row
+from collection_manager.core.specs import Row
 from tests.unit.strategies import FRONTIERS, HYDRATION, model_rows, valid_filters
 
 COLUMNS = FRONTIERS.column_names  # replica_id, export_id, worker_id, frontier (nullable)

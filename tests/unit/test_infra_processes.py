@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from collection_manager.config import InfraConfig
-from collection_manager.errors import InfrastructureError
-from collection_manager.infra import down, maven, redis_server, status
-from collection_manager.infra.processes import (
+from collection_manager.core.errors import InfrastructureError
+from collection_manager.devservices import down, maven, redis_server, status
+from collection_manager.devservices.processes import (
     LOOPBACK,
     choose_port,
     pid_alive,
@@ -19,7 +19,7 @@ from collection_manager.infra.processes import (
     stop_pid,
     wait_until_ready,
 )
-from collection_manager.infra.services import Service, load_services, save_services
+from collection_manager.devservices.services import Service, load_services, save_services
 
 
 def test_a_taken_port_is_named(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collection_manager.leases import Beat, Lease, LeaseTable
-from collection_manager.members import (
+from collection_manager.control.leases import Beat, Lease, LeaseTable
+from collection_manager.control.members import (
     ACTIVE,
     REMOVED,
     REMOVING,

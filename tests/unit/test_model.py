@@ -7,10 +7,9 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 
-from collection_manager.errors import UnknownCollectionError
-from collection_manager.filters import compile_filter, eq, in_
-from collection_manager.model import ModelStore
-from collection_manager.requests import (
+from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.filters import compile_filter, eq, in_
+from collection_manager.core.requests import (
     Append,
     Delete,
     Fence,
@@ -19,6 +18,7 @@ from collection_manager.requests import (
     ReplicaRemoved,
     Request,
 )
+from collection_manager.testing.model import ModelStore
 from tests.unit.strategies import FRONTIERS, HYDRATION, MODEL_SPECS, model_streams
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -121,7 +121,7 @@ def test_grouped_application_equals_request_by_request(requests: list[Request]) 
 
 
 class _Fences:
-    """The fences a stream sets, tracked independently of the model's FenceTable."""
+    """The fences a stream sets, tracked independently of the model's ModelFences."""
 
     def __init__(self) -> None:
         self.dead: dict[tuple[str, str], int] = {}  # (collection, replica) -> dead epoch

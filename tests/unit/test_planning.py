@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collection_manager.filters import eq
-from collection_manager.planning import (
+from collection_manager.core.filters import eq
+from collection_manager.core.planning import (
     AppendGroup,
     ControlStep,
     DeleteStep,
     SourceUpdates,
     plan_groups,
 )
-from collection_manager.requests import Append, Delete, Heartbeat, ReplicaRemoved, Request
+from collection_manager.core.requests import Append, Delete, Heartbeat, ReplicaRemoved, Request
 
 ROW1, ROW2 = ("r1", 1), ("r1", 2)
 

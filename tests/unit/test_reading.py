@@ -8,16 +8,7 @@ from typing import Any
 
 import pytest
 
-from collection_manager.cli import main
-from collection_manager.commands import (
-    MAX_LISTED,
-    TableView,
-    json_text,
-    print_table,
-    show,
-    unknown_collection,
-)
-from collection_manager.commands.collections import (
+from collection_manager.cli.collections import (
     EXAMPLE_LOG,
     EXAMPLE_SNAPSHOT,
     describe_json,
@@ -28,9 +19,18 @@ from collection_manager.commands.collections import (
     tail_json,
     tail_table,
 )
-from collection_manager.commands.replicas import EXAMPLE_REPLICAS, moment, replicas_json
-from collection_manager.commands.replicas import replicas_table as replicas_view
-from collection_manager.commands.status import (
+from collection_manager.cli.main import main
+from collection_manager.cli.output import (
+    MAX_LISTED,
+    TableView,
+    json_text,
+    print_table,
+    show,
+    unknown_collection,
+)
+from collection_manager.cli.replicas import EXAMPLE_REPLICAS, moment, replicas_json
+from collection_manager.cli.replicas import replicas_table as replicas_view
+from collection_manager.cli.status import (
     COUNTERS,
     EXAMPLE_CONSUMER,
     CollectionInfo,
@@ -38,10 +38,10 @@ from collection_manager.commands.status import (
     status_json,
     status_tables,
 )
-from collection_manager.commands.where import OPERATORS, parse_where
-from collection_manager.controller import ReplicaStatus
-from collection_manager.errors import FilterError, UnknownCollectionError
-from collection_manager.filters import and_, eq, ge, gt, is_null, le, lt, ne, not_, prefix
+from collection_manager.cli.where import OPERATORS, parse_where
+from collection_manager.control.controller import ReplicaStatus
+from collection_manager.core.errors import FilterError, UnknownCollectionError
+from collection_manager.core.filters import and_, eq, ge, gt, is_null, le, lt, ne, not_, prefix
 from collection_manager.storage.store import LogEntry, Snapshot
 from schemas.introspection import introspection_spec
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from collection_manager.errors import CollectionManagerError
-from producers.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
 
 
 def test_a_new_token_is_live() -> None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from collection_manager.errors import FilterError, SchemaError, UnknownCollectionError
-from collection_manager.filters import eq
-from collection_manager.requests import (
+from collection_manager.core.errors import FilterError, SchemaError, UnknownCollectionError
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import (
     Append,
     Delete,
     Heartbeat,
@@ -16,7 +16,7 @@ from collection_manager.requests import (
     collection_of,
     validate_request,
 )
-from collection_manager.specs import CollectionSpec, Column, columns_of, validate_row
+from collection_manager.core.specs import CollectionSpec, Column, columns_of, validate_row
 from schemas.introspection import (
     INTROSPECTION_COLLECTIONS,
     introspection_spec,

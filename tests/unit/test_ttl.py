@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.errors import CollectionManagerError
-from collection_manager.ttl import (
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.ttl import (
     AppendOnlyTtlIndex,
     CleanupStats,
     ExpiryIndex,

@@ -1,0 +1,1 @@
+"""The ``collection-manager`` command line: ``main`` parses, one module per command group."""

@@ -1,0 +1,305 @@
+"""Collections: ``query`` (rows at the latest time), ``tail`` (the change log), ``collections``.
+
+Each reading command reads from Redis only, then renders with pure functions (``*_json``
+for ``--format json``, ``*_table`` for people).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from collection_manager import devservices
+from collection_manager.cli.output import (
+    CREATE_HINT,
+    TableView,
+    add_format_option,
+    collection_spec,
+    header,
+    plural,
+    show,
+)
+from collection_manager.cli.status import (
+    COUNTERS,
+    CollectionInfo,
+    collection_info,
+    counter_headers,
+)
+from collection_manager.cli.where import HELP as WHERE_HELP
+from collection_manager.cli.where import parse_where
+from collection_manager.config import InfraConfig, from_env
+from collection_manager.core.errors import CollectionManagerError, SchemaError
+from collection_manager.core.filters import Filter, describe
+from collection_manager.core.specs import CollectionSpec, Row, Value
+from collection_manager.storage.store import LogEntry, RedisStore, Snapshot
+from schemas.introspection import introspection_spec, introspection_specs
+
+COLLECTION_HELP = "its name (`collection-manager collections list` shows them)"
+
+
+EXAMPLE_SNAPSHOT = Snapshot({("r1", "u1", 0, 41): 1, ("r1", "u1", 1, None): 1}, 42)
+EXAMPLE_LOG = [
+    LogEntry(41, ("r1", "u1", 0, 40), -1),
+    LogEntry(41, ("r1", "u1", 0, 41), 1),
+]
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def register(commands: Any) -> None:
+    """Adds ``query``, ``tail`` and ``collections``."""
+    spec = introspection_spec("compute_frontiers")
+    query = commands.add_parser("query", help="a collection's rows at its latest time")
+    query.add_argument("collection", help=COLLECTION_HELP)
+    query.add_argument(
+        "--where", action="append", default=[], metavar="COLUMN<op>VALUE", help=WHERE_HELP
+    )
+    add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
+    query.set_defaults(run=run_query)
+
+    tail = commands.add_parser("tail", help="a collection's changes (time, row, diff)")
+    tail.add_argument("collection", help=COLLECTION_HELP)
+    tail.add_argument("--since", type=int, default=0, help="changes at this time or later")
+    tail.add_argument("--limit", type=positive_int, default=100, help="at most this many changes")
+    add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
+    tail.set_defaults(run=run_tail)
+    _register_admin(commands, spec)
+
+
+def store_from_env() -> RedisStore:
+    """The store of the configured (or running local) Redis; starts nothing."""
+    return RedisStore.connect(devservices.running(from_env(InfraConfig)).redis_url)
+
+
+def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:
+    # Nulls first; a column holds one type besides null, so the values compare.
+    return tuple((0, 0) if value is None else (1, value) for value in row)
+
+
+def as_object(spec: CollectionSpec, row: Row) -> dict[str, Value]:
+    """A row as ``{column: value}`` in column order."""
+    return dict(zip(spec.column_names, row, strict=True))
+
+
+def sorted_rows(snapshot: Snapshot) -> list[tuple[Row, int]]:
+    """The snapshot's rows with their multiplicity, ordered by value."""
+    return sorted(snapshot.rows.items(), key=lambda item: _sort_key(item[0]))
+
+
+def query_json(spec: CollectionSpec, snapshot: Snapshot) -> dict[str, Any]:
+    """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``.
+
+    The row sits in its own object so that no column (``error_counts`` has ``count``)
+    clashes with the multiplicity.
+    """
+    return {
+        "collection": spec.name,
+        "as_of": snapshot.as_of,
+        "rows": [{"row": as_object(spec, row), "count": m} for row, m in sorted_rows(snapshot)],
+    }
+
+
+def query_table(spec: CollectionSpec, snapshot: Snapshot, where: Filter | None) -> TableView:
+    """The rows and their multiplicity, or a line saying there are none."""
+    rows = sorted_rows(snapshot)
+    matching = "" if where is None else f" matching {describe(where)}"
+    at = f"{spec.name} at time {snapshot.as_of}"
+    empty = f"{at}: no rows{matching}"
+    if snapshot.as_of == 0:
+        empty += " (nothing applied to it yet)"
+    return TableView(
+        title=f"{at}: {plural(len(rows), 'row')}{matching}",
+        columns=[*spec.column_names, header("count", spec.column_names)],
+        rows=[(*row, m) for row, m in rows],
+        empty=empty,
+        null="null",
+    )
+
+
+def tail_json(spec: CollectionSpec, entries: Sequence[LogEntry]) -> list[dict[str, Any]]:
+    """``[{"time", "row": {column: value}, "diff"}]``, oldest first."""
+    return [{"time": e.time, "row": as_object(spec, e.row), "diff": e.diff} for e in entries]
+
+
+def tail_table(
+    spec: CollectionSpec, entries: Sequence[LogEntry], since: int, limit: int, latest: int
+) -> TableView:
+    """The changes, or a line saying there are none since ``since``."""
+    title = f"{spec.name}: {plural(len(entries), 'change')} at times >= {since}"
+    if len(entries) >= limit:
+        title += f" (the first {limit}; raise --limit or --since for more)"
+    names = spec.column_names
+    return TableView(
+        title=title,
+        columns=[header("time", names), *names, header("diff", names)],
+        rows=[(e.time, *e.row, e.diff) for e in entries],
+        empty=f"{spec.name}: no changes at times >= {since} (its latest time is {latest})",
+        null="null",
+    )
+
+
+def run_query(args: argparse.Namespace) -> int:
+    """Prints the rows (and their multiplicity) at the collection's latest readable time."""
+    store = store_from_env()
+    spec = collection_spec(store, args.collection)
+    where = parse_where(args.where, spec)
+    snapshot = store.snapshot(spec.name, where)
+    show(args.format, query_json(spec, snapshot), query_table(spec, snapshot, where))
+    return 0
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    """Prints the changes at times >= ``--since``, oldest first."""
+    store = store_from_env()
+    spec = collection_spec(store, args.collection)
+    entries = store.tail(spec.name, args.since, args.limit)
+    _, latest = store.size(spec.name)
+    table = tail_table(spec, entries, args.since, args.limit, latest)
+    show(args.format, tail_json(spec, entries), table)
+    return 0
+
+
+def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
+    """``[{"name", "rows", "time", "columns", "indexed_columns"}]`` by name."""
+    return [
+        {
+            "name": i.spec.name,
+            "rows": i.rows,
+            "time": i.time,
+            "columns": list(i.spec.column_names),
+            "indexed_columns": list(i.spec.indexed_columns),
+        }
+        for i in infos
+    ]
+
+
+def list_table(infos: Sequence[CollectionInfo]) -> TableView:
+    """One line per collection, or how to create the first ones."""
+    return TableView(
+        title=plural(len(infos), "collection"),
+        columns=["name", "rows", "time", "columns", "indexed"],
+        rows=[
+            (
+                i.spec.name,
+                i.rows,
+                i.time,
+                ", ".join(i.spec.column_names),
+                ", ".join(i.spec.indexed_columns),
+            )
+            for i in infos
+        ],
+        empty=f"no collections yet; {CREATE_HINT}",
+    )
+
+
+def describe_json(info: CollectionInfo) -> dict[str, Any]:
+    """``{"name", "rows", "time", "columns": [{...}], "counters", "row_schema"}``."""
+    spec = info.spec
+    return {
+        "name": spec.name,
+        "rows": info.rows,
+        "time": info.time,
+        "columns": [
+            {
+                "name": c.name,
+                "type": c.type,
+                "nullable": c.nullable,
+                "indexed": c.name in spec.indexed_columns,
+            }
+            for c in spec.columns
+        ],
+        "counters": info.counters,
+        "row_schema": spec.row_schema,
+    }
+
+
+def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
+    """The columns, and the counters of what was applied."""
+    spec = info.spec
+    columns = TableView(
+        title=f"{spec.name}: {plural(info.rows, 'row')} at time {info.time}",
+        columns=["column", "type", "nullable", "indexed"],
+        rows=[(c.name, c.type, c.nullable, c.name in spec.indexed_columns) for c in spec.columns],
+        empty=f"{spec.name} has no columns",
+    )
+    counters = TableView(
+        title=f"{spec.name}: applied so far",
+        columns=counter_headers(),
+        rows=[tuple(info.counters[c] for c in COUNTERS)],
+        empty="",
+    )
+    return columns, counters
+
+
+def _register_admin(commands: Any, spec: CollectionSpec) -> None:
+    admin = commands.add_parser("collections", help="list, create, describe or drop collections")
+    admin.add_argument(
+        "action", choices=["list", "create", "create-introspection", "describe", "drop"]
+    )
+    admin.add_argument("name", nargs="?", help="the collection (create, describe, drop)")
+    admin.add_argument("--schema", type=Path, help="create: the Avro record schema (.avsc)")
+    admin.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="create: a string or long column to index (repeatable)",
+    )
+    example = CollectionInfo(spec, 2, 42, dict.fromkeys(COUNTERS, 0) | {"requests": 3})
+    add_format_option(
+        admin,
+        {
+            "collections list": list_json([example]),
+            "collections describe compute_frontiers": describe_json(example),
+        },
+    )
+    admin.set_defaults(run=run_admin)
+
+
+def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> CollectionSpec:
+    if schema is None:
+        raise CollectionManagerError("collections create needs --schema FILE.avsc")
+    try:
+        row_schema = json.loads(schema.read_text())
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"cannot read the row schema {schema}: {exc}") from exc
+    return CollectionSpec(name, row_schema, tuple(indexed))
+
+
+def _named(store: RedisStore, args: argparse.Namespace) -> CollectionSpec:
+    if args.name is None:
+        raise CollectionManagerError(f"collections {args.action} needs a collection name")
+    return collection_spec(store, args.name)
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """Lists, creates (the built-in introspection ones), describes or drops collections."""
+    store = store_from_env()
+    if args.action == "create-introspection":
+        for spec in introspection_specs():
+            store.create_collection(spec)
+        print("created: " + ", ".join(spec.name for spec in introspection_specs()))
+    elif args.action == "list":
+        infos = [collection_info(store, name) for name in store.collections()]
+        show(args.format, list_json(infos), list_table(infos))
+    elif args.action == "create":
+        if args.name is None:
+            raise CollectionManagerError("collections create needs a collection name")
+        store.create_collection(_spec_from_file(args.name, args.schema, args.index))
+        print(f"created {args.name}")
+    elif args.action == "describe":
+        info = collection_info(store, _named(store, args).name)
+        show(args.format, describe_json(info), *describe_tables(info))
+    else:
+        store.drop_collection(_named(store, args).name)
+        print(f"dropped {args.name}")
+    return 0

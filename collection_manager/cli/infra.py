@@ -1,0 +1,65 @@
+"""``collection-manager setup`` and ``infra up|down|status``: what development needs locally."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from collection_manager import devservices
+from collection_manager.cli.output import print_json, print_table
+from collection_manager.config import InfraConfig, from_env, redact_url
+
+
+def register(commands: Any) -> None:
+    """Adds the ``setup`` and ``infra`` subcommands."""
+    setup = commands.add_parser(
+        "setup",
+        help="install what the product needs once: broker and Spark connector jars, redis-server",
+        description="Resolves the Kafka broker's and Spark's Kafka connector jars from Maven "
+        "Central into the cache and, as root, installs Debian's redis-server when missing. "
+        "Idempotent: a second run changes nothing and needs no network.",
+    )
+    setup.set_defaults(run=run_setup)
+    parser = commands.add_parser("infra", help="local Kafka and Redis: up, down, status")
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.set_defaults(run=run)
+
+
+def run_setup(_args: argparse.Namespace) -> int:
+    """Runs ``setup``: prints where each needed piece is."""
+    from collection_manager.devservices.setup import prepare
+
+    for line in prepare(from_env(InfraConfig)):
+        print(line)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``infra up``, ``down`` or ``status``."""
+    config = from_env(InfraConfig)
+    if args.action == "up":
+        endpoints = devservices.up(config)
+        print(f"kafka {endpoints.kafka_bootstrap}\nredis {redact_url(endpoints.redis_url)}")
+        if endpoints.started:
+            started = ", ".join(endpoints.started)
+            print(f"started: {started} (stop with: collection-manager infra down)")
+        return 0
+    if args.action == "down":
+        stopped = devservices.down(config)
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        return 0
+    # A configured URL may hold a password: never print it.
+    statuses = [
+        dataclasses.replace(r, address=redact_url(r.address)) for r in devservices.status(config)
+    ]
+    if args.format == "json":
+        print_json([dataclasses.asdict(row) for row in statuses])
+    else:
+        rows = [
+            (r.name, r.source, r.address, r.pid, "yes" if r.answers else "no", r.log)
+            for r in statuses
+        ]
+        print_table("services", ["service", "source", "address", "pid", "answers", "log"], rows)
+    return 0

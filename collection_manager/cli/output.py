@@ -1,0 +1,170 @@
+"""Subcommands of the ``collection-manager`` CLI, one module each.
+
+Every module has ``register(commands)``, which adds its subparsers and sets ``run`` on
+them; ``run(args) -> int`` is the exit status. Printing (tables with rich, or JSON) happens
+only here, at the edge.
+
+The reading commands share one output convention: ``--format table`` (the default) prints
+tables for people, and a plain line such as ``no rows`` instead of an empty table;
+``--format json`` prints one JSON document for scripts, whose shape each command's
+``--help`` shows by example (:func:`add_format_option`). A command builds its JSON value
+and its :class:`TableView` objects with pure functions and hands both to :func:`show`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from collection_manager.core.errors import UnknownCollectionError
+
+if TYPE_CHECKING:
+    from collection_manager.core.specs import CollectionSpec
+    from collection_manager.storage.store import RedisStore
+
+FORMATS = ("table", "json")
+# Beyond this many, an error lists the first ones and points at `collections list`.
+MAX_LISTED = 20
+CREATE_HINT = (
+    "create the built-in ones with `collection-manager collections create-introspection` "
+    "or your own with `collection-manager collections create NAME --schema FILE.avsc`"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableView:
+    """A table for people.
+
+    Attributes:
+        title: shown above the table.
+        columns: the headers.
+        rows: the cells, row by row (see :func:`cell_text`).
+        empty: the line printed instead of a table without rows.
+        null: how a None cell is shown.
+    """
+
+    title: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[object]]
+    empty: str
+    null: str = ""
+
+
+def json_text(value: Any) -> str:
+    """``value`` as the JSON the CLI prints: indented, keys in the order given."""
+    return json.dumps(value, indent=2, default=str)
+
+
+def add_format_option(parser: argparse.ArgumentParser, examples: Mapping[str, Any]) -> None:
+    """Adds ``--format table|json``; ``--help`` then shows each example of the JSON shape.
+
+    Args:
+        parser: the subcommand's parser.
+        examples: command line (``collections list``) -> what its ``--format json`` prints.
+    """
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default) for people; json for scripts, shaped as in the examples below",
+    )
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "\n\n".join(
+        f"`collection-manager {command} --format json` prints, for example:\n{json_text(value)}"
+        for command, value in examples.items()
+    )
+
+
+def cell_text(value: object, null: str = "") -> str:
+    """How a value reads in a table: booleans as ``true``/``false`` (as ``--where`` takes them)."""
+    if value is None:
+        return null
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def print_table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], null: str = ""
+) -> None:
+    """Prints a table; None cells show as ``null``. Cells are text, never rich markup."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if not console.is_terminal:
+        # Piped or captured: no terminal width to fit, so never wrap or cut cells.
+        console = Console(width=10_000)
+    table = Table()
+    for column in columns:
+        table.add_column(Text(column))
+    for row in rows:
+        table.add_row(*(Text(cell_text(cell, null)) for cell in row))
+    # The title on its own line: a title above the table would wrap to the table's width.
+    console.print(Text(title))
+    console.print(table)
+
+
+def print_json(value: Any) -> None:
+    """Prints ``value`` as JSON for scripts."""
+    print(json_text(value))
+
+
+def show(fmt: str, data: Any, *tables: TableView) -> None:
+    """Prints ``data`` as JSON for ``--format json``, else each table (or its empty line)."""
+    if fmt == "json":
+        print_json(data)
+        return
+    for view in tables:
+        if view.rows:
+            print_table(view.title, view.columns, view.rows, view.null)
+        else:
+            print(view.empty)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def listing(names: Sequence[str], limit: int = MAX_LISTED) -> str:
+    """``a, b, c``; beyond ``limit`` names, the first ones and how many more."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    rest = len(names) - limit
+    return f"{', '.join(names[:limit])} and {rest} more (`collection-manager collections list`)"
+
+
+def unknown_collection(name: str, known: Sequence[str]) -> UnknownCollectionError:
+    """The one-line error for a collection nobody created, naming the ones that exist."""
+    if not known:
+        return UnknownCollectionError(
+            f"unknown collection {name!r}: there are no collections yet; {CREATE_HINT}"
+        )
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return UnknownCollectionError(
+        f"unknown collection {name!r}{hint}; collections: {listing(known)}"
+    )
+
+
+def collection_spec(store: RedisStore, name: str) -> CollectionSpec:
+    """The definition of ``name``.
+
+    Raises:
+        UnknownCollectionError: one line naming the existing collections.
+    """
+    known = store.collections()
+    if name not in known:
+        raise unknown_collection(name, known)
+    return store.spec(name)
+
+
+def header(name: str, columns: Sequence[str]) -> str:
+    """A header for a column the CLI adds (count, time, diff) that no row column shadows."""
+    return f"({name})" if name in columns else name

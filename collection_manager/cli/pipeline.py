@@ -1,0 +1,111 @@
+"""Running the pipeline: ``consume`` (the Spark consumer) and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
+
+from collection_manager import devservices
+from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
+
+N = TypeVar("N", int, float)
+
+
+def register(commands: Any) -> None:
+    """Adds ``consume`` and ``demo``."""
+    consume = commands.add_parser("consume", help="run the Spark consumer until SIGTERM")
+    consume.add_argument("--master", help="Spark master (default CM_SPARK_MASTER or local[*])")
+    consume.add_argument("--duration", type=float, help="stop after this many seconds")
+    consume.set_defaults(run=run_consume)
+
+    demo = commands.add_parser(
+        "demo", help="replica agents, the controller and the Spark consumer, end to end"
+    )
+    demo.add_argument(
+        "--duration",
+        type=_at_least(10.0, float),
+        default=30.0,
+        help="seconds the replicas publish changes (default 30, at least 10)",
+    )
+    demo.add_argument(
+        "--scale",
+        type=_at_least(1, int),
+        default=1,
+        help="rows per replica grow with it: 8 x N dataflows on 4 workers (default 1)",
+    )
+    demo.add_argument(
+        "--replicas",
+        type=_at_least(3, int),
+        default=3,
+        help="replica agents (default 3, at least 3): one is removed, one killed",
+    )
+    demo.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds any one wait may take, e.g. for the consumer to start (default 120)",
+    )
+    demo.set_defaults(run=run_demo)
+
+
+def run_consume(args: argparse.Namespace) -> int:
+    """Runs the consumer; exits 0 after a clean stop."""
+    from spark_consumers.run import run_consumer
+
+    spark_config = from_env(SparkConfig)
+    if args.master:
+        spark_config = dataclasses.replace(spark_config, spark_master=args.master)
+    infra_config = from_env(InfraConfig)
+    endpoints = devservices.running(infra_config)
+    run_consumer(from_env(ConsumerConfig), spark_config, infra_config, endpoints, args.duration)
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Runs the demonstration; exits 1 unless Redis holds exactly what it must."""
+    from rich.console import Console
+
+    from collection_manager.demo.runner import DemoOptions
+    from collection_manager.demo.runner import run_demo as demo
+    from collection_manager.demo.view import LiveReporter, PlainReporter, render_summary
+
+    options = DemoOptions(args.duration, args.scale, args.replicas, args.timeout)
+    console = Console()
+    # SIGTERM unwinds like Ctrl-C, so the demo stops what it started either way.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if console.is_terminal:
+            with LiveReporter(console) as live:
+                result = demo(options, live)
+        else:
+            result = demo(options, PlainReporter())
+            console = Console(width=10_000)  # piped: never wrap the summary's lines
+    except KeyboardInterrupt:
+        print("interrupted; the demo stopped what it had started", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    console.print(render_summary(result.verification))
+    return 0 if result.verified else 1
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _at_least(minimum: N, kind: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse type: ``kind`` of the text, at least ``minimum``."""
+
+    def parse(text: str) -> N:
+        value = kind(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names it in "invalid float value: 'x'"
+    return parse

@@ -1,0 +1,247 @@
+"""Replicas and the controller: ``replica run|remove``, ``replicas``, ``controller run``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from collection_manager import devservices
+from collection_manager.cli.output import TableView, add_format_option, plural, show
+from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
+from collection_manager.core.errors import CollectionManagerError
+
+if TYPE_CHECKING:
+    from producers.agent import ReplicaAgent
+
+
+def register(commands: Any) -> None:
+    """Adds ``replica``, ``replicas`` and ``controller``."""
+    replica = commands.add_parser("replica", help="run a replica agent, or remove a replica")
+    actions = replica.add_subparsers(dest="action", required=True)
+    run = actions.add_parser("run", help="add a replica and run its agent until SIGTERM")
+    run.add_argument("--id", required=True, dest="replica_id", help="the replica id")
+    run.add_argument("--workers", type=int, default=4, help="simulated workers")
+    run.add_argument("--dataflows", type=int, default=8, help="simulated dataflows")
+    run.add_argument("--rate", type=float, help="steps per second (default CM_STEP_INTERVAL_MS)")
+    run.add_argument("--steps", type=int, help="stop changing after this many steps")
+    run.add_argument("--seed", type=int, help="fixes the simulated history")
+    run.add_argument("--duration", type=float, help="stop after this many seconds")
+    run.add_argument(
+        "--state-file",
+        type=Path,
+        help="with --steps: once they are all acknowledged, write the agent's rows there (JSON)",
+    )
+    run.set_defaults(run=run_replica)
+    remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
+    remove.add_argument("replica_id")
+    remove.add_argument("--reason", default="removed by an operator")
+    remove.set_defaults(run=run_remove)
+
+    listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
+    add_format_option(listing, {"replicas": replicas_json(EXAMPLE_REPLICAS)})
+    listing.set_defaults(run=run_replicas)
+
+    controller = commands.add_parser("controller", help="run the controller's lease loop")
+    controller.add_argument("action", choices=["run"])
+    controller.add_argument("--duration", type=float, help="stop after this many seconds")
+    controller.set_defaults(run=run_controller)
+
+
+def _controller(endpoints: devservices.Endpoints) -> Controller:
+    topic = from_env(ConsumerConfig).topic
+    return Controller.connect(
+        endpoints.kafka_bootstrap, endpoints.redis_url, topic, from_env(ReplicaConfig)
+    )
+
+
+def _stop_on_signals() -> threading.Event:
+    # The handler only sets an event: the main thread then stops the agent, so no lock
+    # can be taken inside a signal handler.
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+def _wait(stop: threading.Event, duration: float | None, done: Callable[[], bool]) -> None:
+    """Until a signal, ``duration`` seconds, or ``done()``."""
+    deadline = None if duration is None else time.monotonic() + duration
+    while not stop.wait(0.2) and not done():
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+
+
+def _until_stopped(agent: ReplicaAgent, state_file: Path | None) -> Callable[[], bool]:
+    """``done`` of :func:`_wait`; also writes ``state_file`` once, when the agent settled."""
+    from producers.agent import save_state
+
+    saved = False
+
+    def done() -> bool:
+        nonlocal saved
+        # Settled, then not stopped: its subscribes finished their steps, none was cancelled.
+        if state_file is not None and not saved and agent.settled and not agent.stopped:
+            save_state(state_file, agent.state())
+            saved = True
+        return agent.stopped
+
+    return done
+
+
+def run_replica(args: argparse.Namespace) -> int:
+    """Adds the replica, runs its agent, and removes it again on a clean stop."""
+    from producers.agent import AgentConfig, ReplicaAgent
+
+    if args.state_file is not None and args.steps is None:
+        # The state is written once the agent published its last step; without one, never.
+        raise CollectionManagerError("--state-file needs --steps")
+    endpoints = devservices.running(from_env(InfraConfig))
+    controller = _controller(endpoints)
+    overrides: dict[str, Any] = {"workers": args.workers, "dataflows": args.dataflows}
+    if args.rate:
+        overrides["step_interval_ms"] = max(1, round(1000 / args.rate))
+    overrides.update(max_steps=args.steps, seed=args.seed)
+    bootstrap = endpoints.kafka_bootstrap
+    config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
+    agent: ReplicaAgent | None = None
+    try:
+        stop = _stop_on_signals()
+        epoch = controller.add_replica(args.replica_id)
+        agent = ReplicaAgent(args.replica_id, config, still_member=controller.is_current)
+        agent.start(epoch)
+        print(f"replica {args.replica_id} running at epoch {epoch}", flush=True)
+        _wait(stop, args.duration, _until_stopped(agent, args.state_file))
+        # Stopped by itself: removed (by the controller or an operator), or it failed.
+        on_its_own = agent.reason if agent.stopped else None
+        agent.stop("agent stopping")
+        agent.join(10)
+        # A no-op when the controller removed this epoch already; else the goodbye.
+        controller.remove_replica(args.replica_id, on_its_own or "agent stopped", epoch=epoch)
+        print(f"replica {args.replica_id} epoch {epoch} stopped: {agent.reason}")
+        return 1 if on_its_own else 0
+    finally:
+        # After a failure too: its threads would heartbeat, and keep its lease, forever.
+        if agent is not None and not agent.stopped:
+            agent.stop("agent failing")
+            agent.join(10)
+        controller.close()
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    """Removes a replica: retracts its rows everywhere and fences its epoch."""
+    controller = _controller(devservices.running(from_env(InfraConfig)))
+    try:
+        epoch = controller.remove_replica(args.replica_id, args.reason)
+    finally:
+        controller.close()
+    if epoch is None:
+        print(f"replica {args.replica_id} is not a member")
+        return 1
+    print(f"removed replica {args.replica_id}: epoch {epoch} fenced, its rows retracted")
+    return 0
+
+
+def _span(seconds: int) -> str:
+    for unit, size, up_to in (("s", 1, 120), ("min", 60, 120), ("h", 3600, 48)):
+        if seconds < size * up_to:
+            return f"{seconds // size}{unit}"
+    return f"{seconds // 86400}d"
+
+
+def moment(ms: int | None, now_ms: int) -> str | None:
+    """``2025-01-01 12:00:03Z (in 3s)``: UTC to the second, and how far from now."""
+    if ms is None:
+        return None
+    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    seconds = round((ms - now_ms) / 1000)
+    if seconds == 0:
+        relative = "now"
+    elif seconds > 0:
+        relative = f"in {_span(seconds)}"
+    else:
+        relative = f"{_span(-seconds)} ago"
+    return f"{at:%Y-%m-%d %H:%M:%S}Z ({relative})"
+
+
+def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:
+    """Each replica as an object; its times are ms since the Unix epoch, or null."""
+    return [
+        {
+            "replica_id": r.replica_id,
+            "epoch": r.epoch,
+            "state": r.state,
+            "lease_expires_at": r.lease_expires_at,
+            "last_heartbeat_at": r.last_heartbeat_at,
+            "added_at": r.added_at,
+            "reason": r.reason,
+        }
+        for r in rows
+    ]
+
+
+def replicas_table(rows: Sequence[ReplicaStatus], now_ms: int) -> TableView:
+    """One line per replica, or how to start the first one."""
+    columns = ["id", "epoch", "state", "lease expires", "last heartbeat", "added", "reason"]
+    cells = [
+        (
+            r.replica_id,
+            r.epoch,
+            r.state,
+            moment(r.lease_expires_at, now_ms),
+            moment(r.last_heartbeat_at, now_ms),
+            moment(r.added_at, now_ms),
+            r.reason,
+        )
+        for r in rows
+    ]
+    empty = "no replicas yet; start one with `collection-manager replica run --id r1`"
+    return TableView(plural(len(rows), "replica"), columns, cells, empty, null="-")
+
+
+EXAMPLE_REPLICAS = [
+    ReplicaStatus("r1", 3, "active", 1735732810000, 1735732800500, 1735732000000, ""),
+    ReplicaStatus("r2", 1, "removed", None, None, 1735731000000, "lease expired"),
+]
+
+
+def run_replicas(args: argparse.Namespace) -> int:
+    """Prints every replica with its epoch, state, lease expiry and last heartbeat."""
+    controller = _controller(devservices.running(from_env(InfraConfig)))
+    try:
+        rows = controller.replicas()
+    finally:
+        controller.close()
+    show(args.format, replicas_json(rows), replicas_table(rows, now_ms()))
+    return 0
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    """Runs the lease loop until SIGTERM/SIGINT (or ``--duration``)."""
+    controller = _controller(devservices.running(from_env(InfraConfig)))
+    stop = _stop_on_signals()
+    timer = threading.Timer(args.duration or 0, stop.set)
+    if args.duration is not None:
+        timer.start()
+    print(
+        f"controller: leases of {controller.config.replica_ttl_ms} ms, "
+        f"checked every {controller.config.lease_check_interval_ms} ms",
+        flush=True,
+    )
+    try:
+        controller.run_leases(stop)
+    finally:
+        timer.cancel()
+        controller.close()
+    return 0

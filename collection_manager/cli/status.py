@@ -1,0 +1,216 @@
+"""``collection-manager status``: what the consumer did and where each collection stands."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import redis
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from collection_manager import devservices
+from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
+from collection_manager.config import InfraConfig, from_env
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.store import RedisStore
+from schemas.introspection import introspection_spec
+
+logger = logging.getLogger(__name__)
+
+# The apply counters of a collection (its stats hash), in the order tables show them.
+COUNTERS = (
+    "requests",
+    "updates",
+    "retractions",
+    "fused_appends",
+    "invalid_retractions",
+    "fenced_invalid_retractions",
+)
+_TOTALS = ("batches", "dead_letters", "control_requests")
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionInfo:
+    """Where a collection stands: distinct rows, latest readable time, apply counters."""
+
+    spec: CollectionSpec
+    rows: int
+    time: int
+    counters: dict[str, int]
+
+
+def collection_info(store: RedisStore, name: str) -> CollectionInfo:
+    """Reads ``name``'s size, time and counters (every counter present, 0 when never set)."""
+    rows, time = store.size(name)
+    stats = store.stats(name)
+    return CollectionInfo(store.spec(name), rows, time, {c: stats.get(c, 0) for c in COUNTERS})
+
+
+def counter_headers() -> list[str]:
+    """The counters as table headers."""
+    return [name.replace("_", " ") for name in COUNTERS]
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:  # written by another version: show what can be shown
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
+    entries = []
+    for key, behind in lag.items():
+        topic, _, partition = key.rpartition(":")
+        if partition.isdigit():
+            entries.append({"topic": topic, "partition": int(partition), "lag": int(behind)})
+    return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
+
+
+def lag_now(bootstrap: str, read: dict[str, int], timeout_s: float = 5.0) -> dict[str, int]:
+    """Per ``topic:partition``: what Kafka holds now beyond what the consumer last read.
+
+    Raises:
+        KafkaException: when the broker does not answer within ``timeout_s``.
+    """
+    if not read:  # the consumer recorded nothing yet: nothing to ask Kafka
+        return {}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "collection-manager-status"})
+    try:
+        lag = {}
+        for key, offset in read.items():
+            topic, _, partition = key.rpartition(":")
+            _, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, int(partition)), timeout=timeout_s
+            )
+            lag[key] = max(0, high - offset)
+        return lag
+    finally:
+        consumer.close()
+
+
+def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
+    """What the consumer's last batch read up to, per ``topic:partition``."""
+    read = _json_object(raw.get("progress")).get("read") or {}
+    return {key: int(offset) for key, offset in read.items()}
+
+
+def consumer_summary(
+    raw: Mapping[str, str], lag_now: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """The consumer's record in Redis (``cm:consumer``) as the stable JSON of ``status``.
+
+    Args:
+        lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
+            answered; else the lag the consumer saw when it planned its last batch.
+    """
+    progress = _json_object(raw.get("progress"))
+    lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
+    return {
+        **{name: int(raw.get(name, 0)) for name in _TOTALS},
+        "processed_rows_per_s": progress.get("processed_rows_per_s"),
+        "last_batch_id": progress.get("batch_id"),
+        "last_progress_at": progress.get("timestamp"),
+        "lag_total": sum(entry["lag"] for entry in lag),
+        "lag": lag,
+    }
+
+
+def status_json(consumer: dict[str, Any], infos: Sequence[CollectionInfo]) -> dict[str, Any]:
+    """``{"consumer": {...}, "collections": [{"name", "rows", "time", "counters"}]}``."""
+    return {
+        "consumer": consumer,
+        "collections": [
+            {"name": i.spec.name, "rows": i.rows, "time": i.time, "counters": i.counters}
+            for i in infos
+        ],
+    }
+
+
+def status_tables(
+    consumer: dict[str, Any], infos: Sequence[CollectionInfo], recorded: bool
+) -> list[TableView]:
+    """The consumer (when it recorded anything), its lag, and the collections."""
+    tables = []
+    if recorded:
+        rate = consumer["processed_rows_per_s"]
+        row = (
+            *(consumer[name] for name in _TOTALS),
+            None if rate is None else round(rate),
+            consumer["lag_total"],
+            consumer["last_progress_at"],
+        )
+        columns = ["batches", "dead letters", "control requests", "rows/s", "lag", "progress at"]
+        tables.append(TableView("consumer", columns, [row], "", null="-"))
+        tables.append(
+            TableView(
+                "Kafka lag per partition",
+                ["topic", "partition", "lag"],
+                [(e["topic"], e["partition"], e["lag"]) for e in consumer["lag"]],
+                "lag per partition: not reported yet (the consumer reports it after a batch)",
+            )
+        )
+    else:
+        line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
+        tables.append(TableView("consumer", [], [], line))
+    tables.append(
+        TableView(
+            plural(len(infos), "collection"),
+            ["collection", "rows", "time", *counter_headers()],
+            [(i.spec.name, i.rows, i.time, *(i.counters[c] for c in COUNTERS)) for i in infos],
+            f"no collections yet; {CREATE_HINT}",
+        )
+    )
+    return tables
+
+
+EXAMPLE_CONSUMER = consumer_summary(
+    {
+        "batches": "12",
+        "dead_letters": "1",
+        "control_requests": "4",
+        "progress": json.dumps(
+            {
+                "batch_id": 11,
+                "processed_rows_per_s": 250.0,
+                "timestamp": "2025-01-01T12:00:00.000Z",
+                "lag": {"cm.requests:0": 3, "cm.requests:1": 0},
+            }
+        ),
+    }
+)
+
+
+def register(commands: Any) -> None:
+    """Adds ``status``."""
+    parser = commands.add_parser("status", help="consumer progress, lag and collection counters")
+    counters = dict.fromkeys(COUNTERS, 0) | {"requests": 3, "updates": 4}
+    info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
+    add_format_option(parser, {"status": status_json(EXAMPLE_CONSUMER, [info])})
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Prints the consumer's progress and lag, and each collection's counters."""
+    endpoints = devservices.running(from_env(InfraConfig))
+    store = RedisStore.connect(endpoints.redis_url)
+    client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
+    try:
+        raw = cast(dict[str, str], client.hgetall(CONSUMER))
+    finally:
+        client.close()
+    try:
+        live = lag_now(endpoints.kafka_bootstrap, read_offsets_of(raw))
+    except KafkaException as exc:
+        logger.warning("Kafka did not answer (%s): showing the lag of the last batch", exc)
+        live = None
+    consumer = consumer_summary(raw, live)
+    infos = [collection_info(store, name) for name in store.collections()]
+    show(args.format, status_json(consumer, infos), *status_tables(consumer, infos, bool(raw)))
+    return 0

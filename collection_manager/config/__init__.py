@@ -1,0 +1,34 @@
+"""Configuration: typed, immutable settings read from ``CM_*`` environment variables.
+
+``settings`` defines them; ``reference`` renders the reference page in docs/operations.md.
+"""
+
+from collection_manager.config.errors import ConfigError
+from collection_manager.config.settings import (
+    ENV_PREFIX,
+    KAFKA_VERSION,
+    SPARK_VERSION,
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    SparkConfig,
+    env_name,
+    from_env,
+    redact_url,
+    setting,
+)
+
+__all__ = [
+    "ENV_PREFIX",
+    "KAFKA_VERSION",
+    "SPARK_VERSION",
+    "ConfigError",
+    "ConsumerConfig",
+    "InfraConfig",
+    "ReplicaConfig",
+    "SparkConfig",
+    "env_name",
+    "from_env",
+    "redact_url",
+    "setting",
+]

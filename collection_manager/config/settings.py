@@ -1,0 +1,201 @@
+"""Typed, immutable configuration read from ``CM_*`` environment variables.
+
+Every setting is a field of a frozen dataclass with a ``help`` text in its metadata, so the
+configuration reference in the docs can be generated from (and checked against) the code.
+The variable of field ``kafka_bootstrap`` is ``CM_KAFKA_BOOTSTRAP``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from collection_manager.config.errors import ConfigError
+
+ENV_PREFIX = "CM_"
+KAFKA_VERSION = "4.1.1"
+# Must equal the installed pyspark version: the connector is compiled against it.
+SPARK_VERSION = "4.0.0"
+
+T = TypeVar("T")
+
+
+def setting(default: Any, help: str) -> Any:
+    """Declares a configuration field with its default and a one-line description."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def env_name(field_name: str) -> str:
+    """The environment variable that sets ``field_name``."""
+    return ENV_PREFIX + field_name.upper()
+
+
+def _parse(raw: str, kind: Any, name: str) -> Any:
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        inner = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        return None if raw == "" else _parse(raw, inner[0], name)
+    try:
+        if kind is Path:
+            return Path(raw).expanduser()
+        if kind is bool:
+            if raw.lower() not in ("1", "true", "yes", "0", "false", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes")
+        return kind(raw)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid {getattr(kind, '__name__', kind)}"
+        ) from exc
+
+
+def from_env(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
+    """Builds a config dataclass from ``CM_*`` variables; unset ones keep their defaults."""
+    environ = os.environ if environ is None else environ
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = env_name(field.name)
+        if name in environ:
+            values[field.name] = _parse(environ[name], hints[field.name], name)
+    return cls(**values)
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit for logs: a password in it (``redis://:secret@host``) becomes ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "collection-manager"
+
+
+def _default_state_dir() -> Path:
+    base = Path(os.environ.get("XDG_STATE_HOME", "~/.local/state")).expanduser()
+    return base / "collection-manager"
+
+
+@dataclasses.dataclass(frozen=True)
+class InfraConfig:
+    """Where Kafka and Redis are, or how to start them locally when they are not given."""
+
+    kafka_bootstrap: str | None = setting(
+        None, "Bootstrap servers of an existing Kafka; when set, no broker is started."
+    )
+    redis_url: str | None = setting(
+        None, "URL of an existing Redis (redis://host:port/db); when set, none is started."
+    )
+    cache_dir: Path = dataclasses.field(
+        default_factory=_default_cache_dir,
+        metadata={"help": "Cache of resolved Kafka and Spark connector jars."},
+    )
+    state_dir: Path = dataclasses.field(
+        default_factory=_default_state_dir,
+        metadata={"help": "Data, logs and the pid/state file of locally started services."},
+    )
+    kafka_port: int = setting(0, "Loopback port of the local broker; 0 picks a free one.")
+    redis_port: int = setting(0, "Loopback port of the local Redis; 0 picks a free one.")
+    kafka_heap: str = setting("512m", "Maximum Java heap of the local broker.")
+    startup_timeout_s: float = setting(90.0, "How long to wait for a local service to answer.")
+    maven_timeout_s: float = setting(600.0, "How long jar resolution from Maven Central may take.")
+
+    @property
+    def services_file(self) -> Path:
+        """The state file that records pid, address and log of each started service."""
+        return self.state_dir / "services.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkConfig:
+    """How the Spark application runs; the same job runs locally or on a cluster."""
+
+    spark_master: str = setting(
+        "local[*]", "Spark master: local[*], spark://host:7077, k8s://... (unchanged job)."
+    )
+    spark_driver_memory: str = setting("1g", "Memory of the Spark driver.")
+    spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
+    spark_java_options: str = setting(
+        "-XX:TieredStopAtLevel=1",
+        "JVM options of the Spark driver and executors. The default compiles with C1 only: "
+        "the consumer's JVM only moves bytes to Python, and C2's compiler threads compete "
+        "with it for the cores.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerConfig:
+    """The Spark consumer: what it reads, how often, and where it keeps its progress."""
+
+    topic: str = setting("cm.requests", "Topic of the requests (key = collection id).")
+    dead_letter_topic: str = setting(
+        "cm.dead-letters", "Topic that receives undecodable or invalid requests, with reasons."
+    )
+    # A string, not a Path: Path would fold hdfs://nn/x or s3a://bucket/x into hdfs:/nn/x.
+    checkpoint_dir: str | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Spark checkpoint of the streaming query (offsets, commits): a local "
+            "path or a URI (hdfs://, s3a://); default <state_dir>/checkpoints/consumer-<topic> "
+            "(demo-<topic> for the demo)."
+        },
+    )
+    trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    max_offsets_per_trigger: int = setting(
+        0, "Back-pressure: at most this many requests per micro-batch; 0 means no limit."
+    )
+    fail_on_data_loss: bool = setting(
+        False, "Stop when Kafka lost requests the query did not read yet (retention, reset)."
+    )
+    max_request_bytes: int = setting(
+        1_048_576, "Requests larger than this go to the dead-letter topic."
+    )
+    log_max_length: int = setting(
+        1_000_000,
+        "Approximate number of change-log entries kept per collection; an entry holds the "
+        "updates of one time, up to 512.",
+    )
+    expiration_offset_ms: int = setting(
+        0,
+        "Future retractions at or after start + this are not stored (rebuilt when the clock "
+        "gets there); 0 stores all of them.",
+    )
+
+    def with_checkpoint(self, infra: InfraConfig, query: str = "consumer") -> ConsumerConfig:
+        """This config with its checkpoint directory resolved under the state directory.
+
+        The default depends on ``query`` and the topic, so the demo and a ``consume``
+        process never share a checkpoint, and a checkpoint never meets another topic.
+        """
+        if self.checkpoint_dir is not None:
+            return self
+        path = infra.state_dir / "checkpoints" / f"{query}-{self.topic}"
+        return dataclasses.replace(self, checkpoint_dir=str(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaConfig:
+    """Replica agents and the controller: heartbeats, leases, publishing (docs/design.md §6, §8)."""
+
+    replica_ttl_ms: int = setting(
+        10_000, "A replica without a heartbeat for this long is removed (its lease expired)."
+    )
+    heartbeat_interval_ms: int = setting(1_000, "How often an agent sends a heartbeat.")
+    lease_check_interval_ms: int = setting(500, "How often the controller checks the leases.")
+    step_interval_ms: int = setting(1_000, "How often an agent's subscribes publish changes.")
+    publish_batch_rows: int = setting(1_000, "At most this many updates per Append request.")
+    collection_suffix: str = setting(
+        "", "Appended to the introspection collections' names (tests use their own copies)."
+    )
+    replica_namespace: str = setting(
+        "cm:replicas", "Prefix of the controller's Redis keys (epoch counters, members, leases)."
+    )

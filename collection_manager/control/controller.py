@@ -1,0 +1,288 @@
+"""The controller: replica membership, epochs, fenced removal, leases (docs/design.md §1, §6, §8).
+
+``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the
+replica's rows from every introspection collection with a fenced ``Delete`` (keyed by the
+collection, so it lands in order with that collection's appends) and announces the removal;
+``check_leases`` removes replicas whose heartbeats stopped. Every publish is flushed before
+the call returns: a caller that adds a replica after removing it can rely on the retractions
+being ahead of the new incarnation's appends in each partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+
+from collection_manager.config import ReplicaConfig
+from collection_manager.control.errors import ControllerError
+from collection_manager.control.leases import Beat, Lease, LeaseTable
+from collection_manager.control.members import (
+    ACTIVE,
+    REMOVED,
+    REMOVING,
+    Member,
+    MemberRecord,
+    added,
+    begin_removal,
+    finish_removal,
+)
+from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.replicas import ReplicaRecord, ReplicaSighting
+from schemas.codec import encode_request
+from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
+
+logger = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    """Wall clock in ms since the Unix epoch."""
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    """One line of ``replicas``.
+
+    Attributes:
+        replica_id: the replica.
+        epoch: its latest incarnation.
+        state: ``active``, ``removing`` or ``removed``.
+        lease_expires_at: when its lease expires unless renewed (ms; active only).
+        last_heartbeat_at: when its latest heartbeat of this epoch was sent (agent clock,
+            ms) or, without one, applied by the consumer.
+        added_at: when the incarnation was added (ms).
+        reason: why it was removed.
+    """
+
+    replica_id: str
+    epoch: int
+    state: str
+    lease_expires_at: int | None
+    last_heartbeat_at: int | None
+    added_at: int
+    reason: str
+
+
+class Controller:
+    """Owns replica membership.
+
+    Args:
+        producer: publishes the control and delete requests (the controller's own).
+        client: Redis, for epochs, members, leases and the consumer's sightings.
+        topic: the requests topic.
+        config: lease time to live and key namespace.
+        collections: the introspection collections a removal retracts from; default the
+            built-in ones with ``config.collection_suffix``.
+    """
+
+    def __init__(
+        self,
+        producer: KafkaProducer,
+        client: redis.Redis,
+        topic: str,
+        config: ReplicaConfig | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> None:
+        self.config = config or ReplicaConfig()
+        self.topic = topic
+        self.collections = tuple(
+            collections
+            if collections is not None
+            else (name + self.config.collection_suffix for name in INTROSPECTION_COLLECTIONS)
+        )
+        self._producer = producer
+        self._members = MemberRecord(client, self.config.replica_namespace)
+        self._sightings = ReplicaRecord(client)
+        self._leases = LeaseTable(self.config.replica_ttl_ms)
+        # The lease loop may run in a thread beside add/remove calls: one change at a time.
+        self._lock = threading.RLock()
+
+    @classmethod
+    def connect(
+        cls, bootstrap: str, redis_url: str, topic: str, config: ReplicaConfig | None = None
+    ) -> Controller:
+        """A controller with its own producer and Redis client."""
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+        producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-ctl"))
+        return cls(producer, client, topic, config)
+
+    def close(self) -> None:
+        """Flushes and closes the producer."""
+        self._producer.close()
+
+    # Membership
+
+    def add_replica(self, replica_id: str) -> int:
+        """Adds a new incarnation of ``replica_id`` and returns its epoch.
+
+        A replica that is still a member is removed first (rehydration): its rows are
+        retracted and its epoch fenced before the new incarnation can publish.
+        """
+        with self._lock:
+            current = self._members.get(replica_id)
+            if current is not None and current.state != REMOVED:
+                self.remove_replica(replica_id, "re-added", epoch=current.epoch)
+            epoch = self._members.next_epoch(replica_id)
+            self._publish([(replica_id, ReplicaAdded(replica_id, epoch))])
+            at = now_ms()
+            self._members.update(
+                replica_id, lambda m: added(m, Member(replica_id, epoch, ACTIVE, at))
+            )
+            self._members.save_leases([self._leases.grant(replica_id, epoch, at)])
+            logger.info("added replica %s at epoch %d", replica_id, epoch)
+            return epoch
+
+    def remove_replica(
+        self, replica_id: str, reason: str = "removed", epoch: int | None = None
+    ) -> int | None:
+        """Retracts ``replica_id``'s rows everywhere and fences its epoch.
+
+        Args:
+            replica_id: the replica.
+            reason: why (recorded with the member and carried by the deletes).
+            epoch: remove only this incarnation; None for the current one.
+
+        Returns:
+            The fenced epoch, or None when there was nothing to remove.
+
+        Raises:
+            ControllerError: when the requests were not acknowledged; the member stays
+                ``removing`` and the lease loop retries.
+        """
+        with self._lock:
+            member = self._members.update(replica_id, lambda m: begin_removal(m, epoch, reason))
+            if member is None:
+                return None
+            fence = Fence(replica_id, member.epoch)
+            deletes: list[tuple[str, Request]] = [
+                (name, Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence))
+                for name in self.collections
+            ]
+            self._publish([*deletes, (replica_id, ReplicaRemoved(replica_id, member.epoch))])
+            at = now_ms()
+            self._members.update(replica_id, lambda m: finish_removal(m, member.epoch, at))
+            self._members.drop_lease(replica_id)
+            self._leases.drop(replica_id)
+            logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
+            return member.epoch
+
+    def member(self, replica_id: str) -> Member | None:
+        """The membership record of ``replica_id``."""
+        return self._members.get(replica_id)
+
+    def is_current(self, replica_id: str, epoch: int) -> bool:
+        """Whether ``epoch`` is ``replica_id``'s active incarnation (agents poll this)."""
+        member = self._members.get(replica_id)
+        return member is not None and member.epoch == epoch and member.state == ACTIVE
+
+    # Leases
+
+    def check_leases(self, now: int | None = None) -> list[str]:
+        """Renews leases from new heartbeats and removes replicas whose lease expired.
+
+        Also finishes removals that failed half-way (members left ``removing``).
+
+        Args:
+            now: the controller's clock (ms); default the wall clock.
+
+        Returns:
+            The replicas removed by this check.
+        """
+        with self._lock:
+            now = now_ms() if now is None else now
+            members = self._members.all()
+            for member in members.values():
+                if member.state == REMOVING:
+                    self.remove_replica(member.replica_id, member.reason, member.epoch)
+            active = {m.replica_id: m.epoch for m in members.values() if m.state == ACTIVE}
+            beats = {
+                replica_id: Beat(s.epoch, (s.seq, s.seen_at))
+                for replica_id, s in self._sightings.all().items()
+                if s.kind == "heartbeat" and replica_id in active
+            }
+            self._members.save_leases(self._leases.sync(active, beats, now))
+            return self._remove_expired(now)
+
+    def _remove_expired(self, now: int) -> list[str]:
+        removed = []
+        reason = f"lease expired (no heartbeat for {self.config.replica_ttl_ms} ms)"
+        for lease in self._leases.expire(now):
+            # One failure must not skip the other expired replicas: a failed removal left
+            # its member ``removing`` (retried by the next check) or ``active`` (re-leased).
+            try:
+                if self.remove_replica(lease.replica_id, reason, epoch=lease.epoch) is not None:
+                    logger.warning("replica %s epoch %d: %s", lease.replica_id, lease.epoch, reason)
+                    removed.append(lease.replica_id)
+            except (CollectionManagerError, redis.RedisError) as exc:
+                logger.error("removing %s failed, will retry: %s", lease.replica_id, exc)
+        return removed
+
+    def lease(self, replica_id: str) -> Lease | None:
+        """The lease this controller's table holds for ``replica_id``, if any."""
+        with self._lock:
+            return self._leases.lease(replica_id)
+
+    def run_leases(self, stop: threading.Event, interval_ms: int | None = None) -> None:
+        """Checks the leases every ``interval_ms`` until ``stop`` is set.
+
+        A failed check (Kafka or Redis away) is logged and retried at the next interval.
+        """
+        interval = (interval_ms or self.config.lease_check_interval_ms) / 1000
+        while not stop.is_set():
+            try:
+                self.check_leases()
+            except (CollectionManagerError, redis.RedisError) as exc:
+                logger.error("lease check failed, retrying: %s", exc)
+            stop.wait(interval)
+
+    def replicas(self) -> list[ReplicaStatus]:
+        """Every replica the controller knows, by id."""
+        leases = self._members.leases()
+        sightings = self._sightings.all()
+        rows = []
+        for replica_id, member in sorted(self._members.all().items()):
+            lease = leases.get(replica_id)
+            expires = (
+                lease.expires_at
+                if lease and lease.epoch == member.epoch and member.state == ACTIVE
+                else None
+            )
+            rows.append(
+                ReplicaStatus(
+                    replica_id=replica_id,
+                    epoch=member.epoch,
+                    state=member.state,
+                    lease_expires_at=expires,
+                    last_heartbeat_at=_heartbeat_at(sightings.get(replica_id), member.epoch),
+                    added_at=member.added_at,
+                    reason=member.reason,
+                )
+            )
+        return rows
+
+    # Publishing
+
+    def _publish(self, messages: Sequence[tuple[str, Request]]) -> None:
+        failed_before = self._producer.stats().failed
+        for key, request in messages:
+            self._producer.produce(self.topic, key.encode(), encode_request(request))
+        remaining = self._producer.flush(30)
+        failed = self._producer.stats().failed - failed_before
+        if remaining or failed:
+            raise ControllerError(
+                f"{remaining} requests unacknowledged and {failed} failed", topic=self.topic
+            )
+
+
+def _heartbeat_at(sighting: ReplicaSighting | None, epoch: int) -> int | None:
+    if sighting is None or sighting.kind != "heartbeat" or sighting.epoch != epoch:
+        return None
+    return sighting.sent_at if sighting.sent_at is not None else sighting.seen_at

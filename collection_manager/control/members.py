@@ -1,0 +1,155 @@
+"""Replica membership in Redis: epoch counters, member records and persisted leases.
+
+Keys, under a namespace (default ``cm:replicas``):
+
+- ``<ns>:epoch:<replica_id>``: the epoch counter, advanced with ``INCR`` so two
+  controllers can never hand out the same epoch;
+- ``<ns>:members``: hash replica id -> JSON :class:`Member`;
+- ``<ns>:leases``: hash replica id -> JSON lease (epoch, expires_at, renewed_at), written
+  by the controller's lease loop so that other processes can show it.
+
+State changes are computed by the pure transition functions below and written with an
+optimistic transaction (``WATCH``), so a remove racing an add never overwrites it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+
+import redis
+
+from collection_manager.control.leases import Lease
+
+ACTIVE = "active"
+REMOVING = "removing"
+REMOVED = "removed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """One replica's current incarnation as the controller knows it.
+
+    Attributes:
+        replica_id: the replica.
+        epoch: its latest incarnation.
+        state: ``active``; ``removing`` (retractions being published: retried by the lease
+            loop until done); ``removed``.
+        added_at: when the incarnation was added (ms).
+        removed_at: when its removal finished (ms), if it did.
+        reason: why it was removed.
+    """
+
+    replica_id: str
+    epoch: int
+    state: str
+    added_at: int
+    removed_at: int | None = None
+    reason: str = ""
+
+
+def added(current: Member | None, new: Member) -> Member | None:
+    """The record after adding ``new``; None (no write) when a newer epoch is recorded."""
+    if current is not None and current.epoch > new.epoch:
+        return None
+    return new
+
+
+def begin_removal(current: Member | None, epoch: int | None, reason: str) -> Member | None:
+    """The record once a removal starts; None when there is nothing to remove.
+
+    Args:
+        current: the record.
+        epoch: the incarnation to remove; None for whichever is current. A removal of an
+            older epoch (a lease that expired while the replica was re-added) does nothing.
+        reason: why.
+    """
+    if current is None or current.state == REMOVED:
+        return None
+    if epoch is not None and current.epoch != epoch:
+        return None
+    return dataclasses.replace(current, state=REMOVING, reason=reason)
+
+
+def finish_removal(current: Member | None, epoch: int, now_ms: int) -> Member | None:
+    """The record once ``epoch``'s retractions are published; None if it moved on."""
+    if current is None or current.epoch != epoch or current.state != REMOVING:
+        return None
+    return dataclasses.replace(current, state=REMOVED, removed_at=now_ms)
+
+
+class MemberRecord:
+    """The membership keys in Redis.
+
+    Args:
+        client: a Redis client.
+        namespace: prefix of the keys.
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str = "cm:replicas") -> None:
+        self._client = client
+        self.namespace = namespace
+        self.members_key = f"{namespace}:members"
+        self.leases_key = f"{namespace}:leases"
+
+    def next_epoch(self, replica_id: str) -> int:
+        """A new epoch of ``replica_id``, higher than every one handed out before."""
+        return int(self._client.incr(f"{self.namespace}:epoch:{replica_id}"))
+
+    def get(self, replica_id: str) -> Member | None:
+        """The record of ``replica_id``, if any."""
+        raw = self._client.hget(self.members_key, replica_id)
+        return None if raw is None else Member(**json.loads(raw))
+
+    def all(self) -> dict[str, Member]:
+        """Every record, by replica id."""
+        raw = self._client.hgetall(self.members_key)
+        return {_text(k): Member(**json.loads(v)) for k, v in raw.items()}
+
+    def update(
+        self, replica_id: str, change: Callable[[Member | None], Member | None]
+    ) -> Member | None:
+        """Applies ``change`` to the record atomically; returns what it wrote (or None)."""
+
+        written: list[Member | None] = []
+
+        def transaction(pipe: redis.client.Pipeline) -> None:
+            raw = pipe.hget(self.members_key, replica_id)
+            new = change(None if raw is None else Member(**json.loads(raw)))
+            pipe.multi()
+            if new is not None:
+                pipe.hset(self.members_key, replica_id, json.dumps(dataclasses.asdict(new)))
+            # A retried transaction (the key changed under WATCH) starts over.
+            written[:] = [new]
+
+        self._client.transaction(transaction, self.members_key)
+        return written[0]
+
+    def save_leases(self, leases: list[Lease]) -> None:
+        """Records leases granted or renewed, for ``replicas`` to show."""
+        if leases:
+            mapping = {
+                lease.replica_id: json.dumps(
+                    {
+                        "epoch": lease.epoch,
+                        "expires_at": lease.expires_at,
+                        "renewed_at": lease.renewed_at,
+                    }
+                )
+                for lease in leases
+            }
+            self._client.hset(self.leases_key, mapping=mapping)  # type: ignore[arg-type]
+
+    def drop_lease(self, replica_id: str) -> None:
+        """Forgets ``replica_id``'s lease (removed replicas hold none)."""
+        self._client.hdel(self.leases_key, replica_id)
+
+    def leases(self) -> dict[str, Lease]:
+        """The recorded leases, by replica id."""
+        raw = self._client.hgetall(self.leases_key)
+        return {_text(k): Lease(_text(k), **json.loads(v)) for k, v in raw.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,82 @@
+"""The exception tree: one root, small subclasses carrying where the problem was."""
+
+from __future__ import annotations
+
+from typing import Self
+
+_CONTEXT_FIELDS = ("collection", "topic", "partition", "offset")
+
+
+class CollectionManagerError(Exception):
+    """Root of every error this project raises.
+
+    Attributes:
+        message: what went wrong, without the context.
+        collection: the collection concerned, when known.
+        topic: the Kafka topic the input came from, when known.
+        partition: its Kafka partition, when known.
+        offset: its Kafka offset, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        collection: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.collection = collection
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+    def with_context(
+        self,
+        *,
+        collection: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> Self:
+        """Fills in context that is known higher up the stack; keeps what is already set.
+
+        Returns:
+            This error, so that ``raise exc.with_context(offset=o)`` reads naturally.
+        """
+        given = (collection, topic, partition, offset)
+        for name, value in zip(_CONTEXT_FIELDS, given, strict=True):
+            if value is not None and getattr(self, name) is None:
+                setattr(self, name, value)
+        return self
+
+    def context(self) -> dict[str, str | int]:
+        """The context attributes that are set, by name."""
+        values = {name: getattr(self, name) for name in _CONTEXT_FIELDS}
+        return {name: value for name, value in values.items() if value is not None}
+
+    def __str__(self) -> str:
+        context = self.context()
+        if not context:
+            return self.message
+        where = ", ".join(f"{name}={value}" for name, value in context.items())
+        return f"{self.message} [{where}]"
+
+
+class InfrastructureError(CollectionManagerError):
+    """A service (Kafka, Redis, Spark, Java, Maven) is missing or did not come up."""
+
+
+class SchemaError(CollectionManagerError):
+    """A row or definition that does not match its schema."""
+
+
+class FilterError(CollectionManagerError):
+    """A deletion or read filter that is malformed or invalid for the collection."""
+
+
+class UnknownCollectionError(CollectionManagerError):
+    """A request or read that names a collection nobody created."""

@@ -1,0 +1,142 @@
+"""The requests of the wire protocol (docs/design.md §3) as plain, immutable Python values.
+
+``schemas.codec`` turns them into bytes and back; the consumer validates them against the
+collection catalog with :func:`validate_request` before applying them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from collection_manager.core.errors import SchemaError, UnknownCollectionError
+from collection_manager.core.filters import Filter, validate
+from collection_manager.core.specs import CollectionSpec, Row, Value, validate_row
+
+Update = tuple[Row, int]
+"""A differential update: a row and the signed change of its multiplicity."""
+
+
+def _as_updates(updates: Iterable[tuple[Iterable[Value], int]]) -> tuple[Update, ...]:
+    return tuple((tuple(row), diff) for row, diff in updates)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fence:
+    """Epochs ``<= epoch`` of ``replica_id`` are dead (docs/design.md §6)."""
+
+    replica_id: str
+    epoch: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Append:
+    """Updates of one collection from one replica incarnation.
+
+    Attributes:
+        collection: the collection id (and Kafka key).
+        replica_id: the producing replica.
+        epoch: the producing incarnation; appends from fenced epochs are dropped.
+        updates: ``(row, diff)`` pairs; rows and the sequence become tuples.
+        produced_at: when the agent produced it, ms since the Unix epoch (metadata only).
+        valid_until: when set, the rows must be retracted at this time (ms, docs/design.md §7).
+        ttl_ms: when set, the rows expire this long after they are applied (docs/design.md §8).
+    """
+
+    collection: str
+    replica_id: str
+    epoch: int
+    updates: tuple[Update, ...]
+    produced_at: int
+    valid_until: int | None = None
+    ttl_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "updates", _as_updates(self.updates))
+
+
+@dataclasses.dataclass(frozen=True)
+class Delete:
+    """Retract every row of ``collection`` matching ``filter`` (docs/design.md §5).
+
+    Attributes:
+        collection: the collection id (and Kafka key).
+        filter: which rows to retract.
+        reason: why, for people reading logs and dead letters.
+        fence: when set, recorded after the retractions so the fuse drops later appends
+            from the dead epochs.
+    """
+
+    collection: str
+    filter: Filter
+    reason: str = ""
+    fence: Fence | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaAdded:
+    """A replica incarnation started with ``epoch``."""
+
+    replica_id: str
+    epoch: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaRemoved:
+    """A replica incarnation was removed; its epochs ``<= epoch`` are dead."""
+
+    replica_id: str
+    epoch: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Heartbeat:
+    """A replica incarnation is alive; ``sent_at`` is the agent's clock (ms), if known."""
+
+    replica_id: str
+    epoch: int
+    sent_at: int | None = None
+
+
+Control = ReplicaAdded | ReplicaRemoved | Heartbeat
+Request = Append | Delete | ReplicaAdded | ReplicaRemoved | Heartbeat
+
+
+def collection_of(request: Request) -> str | None:
+    """The collection a request writes to, or None for control requests."""
+    return request.collection if isinstance(request, Append | Delete) else None
+
+
+def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> None:
+    """Checks a decoded request against the collection catalog.
+
+    Args:
+        request: the request.
+        specs: the known collections by name.
+
+    Raises:
+        UnknownCollectionError: when it names a collection not in ``specs``.
+        SchemaError: for a row that does not fit the collection's schema.
+        FilterError: for an invalid delete filter.
+    """
+    name = collection_of(request)
+    if name is None:
+        return
+    if name not in specs:
+        known = ", ".join(sorted(specs)) or "none"
+        raise UnknownCollectionError(
+            f"unknown collection {name!r}; known: {known}", collection=name
+        )
+    spec = specs[name]
+    if isinstance(request, Delete):
+        validate(request.filter, spec)
+    elif isinstance(request, Append):
+        _validate_updates(request, spec)
+
+
+def _validate_updates(request: Append, spec: CollectionSpec) -> None:
+    name = request.collection
+    for row, diff in request.updates:
+        validate_row(row, spec)
+        if isinstance(diff, bool) or not isinstance(diff, int):
+            raise SchemaError(f"diff of {row!r} must be an integer, got {diff!r}", collection=name)

@@ -1,0 +1,283 @@
+"""The demonstration: the product end to end, with one replica removed and one killed.
+
+``run_demo`` starts (or reuses) Kafka and Redis, the Spark consumer as its own process, and
+one ``collection-manager replica run`` process per replica agent; the demo's own controller
+runs the lease loop. Once every replica's rows are in Redis, the controller removes one
+replica (a fenced delete retracts its rows at once) and the demo SIGKILLs another's agent
+(its rows stay until its lease expires and the lease check removes it). The survivors
+publish a fixed number of steps and then write what they hold to a state file. Once the
+consumer has applied everything Kafka held by then, Redis is compared with those files, and
+the removed and killed replicas with nothing. Whatever the demo started, it stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import redis
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collection_manager import devservices
+from collection_manager.config import (
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    env_name,
+    from_env,
+)
+from collection_manager.control.controller import Controller, ReplicaStatus
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Delete
+from collection_manager.core.specs import Row
+from collection_manager.demo.children import Children
+from collection_manager.demo.frames import Frame, Plan
+from collection_manager.demo.observe import Observer
+from collection_manager.demo.phases import DemoError, DemoRun, Reporter
+from collection_manager.demo.verify import Verification, verify
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.store import RedisStore
+from producers.agent import load_state
+from schemas.codec import encode_request
+from schemas.introspection import introspection_specs
+
+WORKERS = 4
+DATAFLOWS_PER_SCALE = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoOptions:
+    """How big and how long.
+
+    Attributes:
+        duration_s: about how long the replicas publish changes (at least 10 s).
+        scale: rows per replica grow with it: ``8 * scale`` dataflows on 4 workers each.
+        replicas: replica agents, at least 3 (one is removed, one killed).
+        timeout_s: how long any one wait may take (consumer start, catching up, ...).
+        step_interval_ms: time between two changes of an agent.
+        heartbeat_interval_ms: time between two heartbeats of an agent.
+        lease_ttl_ms: a replica without a heartbeat for this long is removed. A lease is
+            renewed only once the consumer applied a heartbeat, so it must outlast the
+            slowest micro-batch on a busy machine (seconds), yet let the killed replica go
+            well within the demo.
+    """
+
+    duration_s: float = 30.0
+    scale: int = 1
+    replicas: int = 3
+    timeout_s: float = 120.0
+    step_interval_ms: int = 500
+    heartbeat_interval_ms: int = 500
+    lease_ttl_ms: int = 8_000
+
+    def replica_config(self) -> ReplicaConfig:
+        """The ``CM_*`` replica settings with the demo's short intervals and lease."""
+        return dataclasses.replace(
+            from_env(ReplicaConfig),
+            replica_ttl_ms=self.lease_ttl_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            lease_check_interval_ms=min(250, self.lease_ttl_ms // 4),
+            step_interval_ms=self.step_interval_ms,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoResult:
+    """What the demo found.
+
+    Attributes:
+        plan: the replicas and their fates.
+        verification: the verdict, per collection.
+        stored: replica -> collection -> its rows in Redis at the end.
+        held: survivor -> collection -> the rows its agent holds.
+        statuses: replica -> the controller's record of it at the end.
+        events: what happened, in order.
+    """
+
+    plan: Plan
+    verification: Verification
+    stored: dict[str, dict[str, Counter[Row]]]
+    held: dict[str, dict[str, Counter[Row]]]
+    statuses: dict[str, ReplicaStatus]
+    events: tuple[str, ...]
+
+    @property
+    def verified(self) -> bool:
+        """Whether Redis holds exactly what it must."""
+        return self.verification.ok
+
+
+def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
+    """Runs the demo and returns its verdict; stops everything it started, also on errors.
+
+    Raises:
+        ValueError: for fewer than 3 replicas or a duration under 10 s.
+        DemoError: when a process died or a wait timed out.
+    """
+    plan = Plan.of(options.replicas, options.duration_s, options.step_interval_ms)
+    infra_config = from_env(InfraConfig)
+    started = time.monotonic()
+    reporter.show(Frame(0.0, "starting Kafka and Redis"))
+    with contextlib.ExitStack() as stack:
+        endpoints = devservices.up(infra_config)
+        stack.callback(devservices.down, infra_config, endpoints.started)
+        run = _open(stack, options, plan, reporter, infra_config, endpoints, started)
+        _start_consumer(run)
+        _start_agents(run, options, plan)
+        _start_lease_loop(run, stack)
+        run.play()
+        return _verdict(run, plan)
+
+
+def _open(
+    stack: contextlib.ExitStack,
+    options: DemoOptions,
+    plan: Plan,
+    reporter: Reporter,
+    infra_config: InfraConfig,
+    endpoints: devservices.Endpoints,
+    started: float,
+) -> DemoRun:
+    """The clients and the run's state; each is closed when ``stack`` unwinds."""
+    # Its own checkpoint even when CM_CHECKPOINT_DIR is set: never an operator's consumer's.
+    consumer_config = dataclasses.replace(
+        from_env(ConsumerConfig), checkpoint_dir=None
+    ).with_checkpoint(infra_config, query="demo")
+    replica_config = options.replica_config()
+    store = RedisStore.connect(endpoints.redis_url)
+    producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))
+    client = redis.Redis.from_url(endpoints.redis_url, socket_connect_timeout=5)
+    controller = Controller(producer, client, consumer_config.topic, replica_config)
+    stack.callback(_close_controller, controller, producer)
+    _ensure_collections(store, replica_config.collection_suffix)
+    _ensure_topic(endpoints.kafka_bootstrap, consumer_config.topic)
+    _clear_earlier_runs(producer, consumer_config.topic, controller.collections, plan)
+    assert consumer_config.checkpoint_dir is not None  # with_checkpoint set it
+    observer = Observer(
+        store,
+        controller,
+        endpoints.redis_url,
+        endpoints.kafka_bootstrap,
+        consumer_config.topic,
+        Path(consumer_config.checkpoint_dir),
+        controller.collections,
+    )
+    stack.callback(observer.close)
+    env = _child_env(endpoints, consumer_config, replica_config)
+    children = Children(infra_config.state_dir / "demo", env)
+    # Stopped before the services go down: the agents say goodbye through Kafka.
+    stack.callback(children.stop)
+    return DemoRun(plan, reporter, observer, controller, children, options.timeout_s, started)
+
+
+def _close_controller(controller: Controller, producer: KafkaProducer) -> None:
+    controller.close()  # flushes
+    # Frees the librdkafka client now: alive until collected, it would print failed
+    # reconnects to the broker the demo stops next.
+    producer.producer.close()
+
+
+def _ensure_collections(store: RedisStore, suffix: str) -> None:
+    existing = set(store.collections())
+    for spec in introspection_specs():
+        if spec.name + suffix not in existing:
+            store.create_collection(dataclasses.replace(spec, name=spec.name + suffix))
+
+
+def _ensure_topic(bootstrap: str, topic: str) -> None:
+    """Creates the requests topic with the broker's defaults unless it exists.
+
+    The consumer fails on a topic that does not exist yet, and the agents may start after it.
+    """
+    # Warnings and errors only: its informational lines would print across the live view.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    try:
+        admin.create_topics([NewTopic(topic)])[topic].result(30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise DemoError(f"cannot create the topic: {exc}", topic=topic) from exc
+
+
+def _clear_earlier_runs(
+    producer: KafkaProducer, topic: str, collections: Sequence[str], plan: Plan
+) -> None:
+    """Retracts rows the demo's replica ids hold from before, whoever published them.
+
+    The controller retracts an incarnation it knows when the replica is added again, but
+    rows published without it (an older demo, a test) would stay and fail the comparison.
+    Keyed by collection, these deletes precede every append of this run in its partition.
+    """
+    for replica in plan.fates:
+        for collection in collections:
+            delete = Delete(collection, eq("replica_id", replica), "demo: rows of an earlier run")
+            producer.produce(topic, collection.encode(), encode_request(delete))
+    if producer.flush(30):
+        raise DemoError("the demo's clean-up deletes were not acknowledged", topic=topic)
+
+
+def _child_env(
+    endpoints: devservices.Endpoints, consumer: ConsumerConfig, replicas: ReplicaConfig
+) -> dict[str, str]:
+    """The environment of every child: the demo's services and exactly its settings."""
+    env = dict(os.environ)
+    env[env_name("kafka_bootstrap")] = endpoints.kafka_bootstrap
+    env[env_name("redis_url")] = endpoints.redis_url
+    for config in (consumer, replicas):
+        for name, value in dataclasses.asdict(config).items():
+            env[env_name(name)] = "" if value is None else str(value)
+    return env
+
+
+def _start_consumer(run: DemoRun) -> None:
+    run.phase = "starting the Spark consumer"
+    launched = time.time()
+    child = run.children.spawn("consumer", ["consume"])
+    run.consumer = child
+    run.wait_for(lambda: run.consumer_ran_after(launched), "the consumer's first micro-batch")
+    run.event(f"Spark consumer running (pid {child.pid})")
+
+
+def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
+    run.phase = f"starting {len(plan.fates)} replica agents"
+    dataflows = str(DATAFLOWS_PER_SCALE * options.scale)
+    for replica in plan.fates:
+        args = ["replica", "run", "--id", replica, "--workers", str(WORKERS)]
+        args += ["--dataflows", dataflows, "--steps", str(plan.steps)]
+        args += ["--state-file", str(run.children.state_file(replica))]
+        run.agents[replica] = run.children.spawn(replica, args)
+    run.wait_for(run.all_visible, "every replica's heartbeat and rows in Redis")
+
+
+def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
+    """The controller's lease loop, in a thread until the demo ends.
+
+    Started once every heartbeat reaches the controller, so that no replica's lease runs
+    out while the consumer was still starting.
+    """
+    stop = threading.Event()
+    loop = threading.Thread(target=run.controller.run_leases, args=(stop,), daemon=True)
+    loop.start()
+    stack.callback(_stop_thread, stop, loop)
+    ttl = run.controller.config.replica_ttl_ms / 1000
+    run.event(f"controller: lease loop running, leases of {ttl:.0f}s")
+
+
+def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    thread.join(10)
+
+
+def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
+    stored = run.observer.replica_rows(plan.fates)
+    held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
+    verification = verify(stored, held, [plan.removed, plan.killed])
+    run.phase = "verified" if verification.ok else "MISMATCH"
+    run.refresh()
+    return DemoResult(plan, verification, stored, held, run.observer.statuses(), tuple(run.events))

@@ -1,0 +1,176 @@
+"""Real Kafka and Redis for tests and the demo: configured ones, or local processes.
+
+``up`` uses ``CM_KAFKA_BOOTSTRAP`` / ``CM_REDIS_URL`` when set and starts nothing for them;
+otherwise it reuses the services a previous ``up`` recorded (when they still answer) or
+starts new ones on loopback. ``down`` stops exactly the recorded pids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import logging
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+
+from collection_manager.config import InfraConfig
+from collection_manager.core.errors import InfrastructureError
+from collection_manager.devservices.kafka_broker import kafka_answers, start_kafka
+from collection_manager.devservices.processes import (
+    cmdline_contains,
+    pid_alive,
+    stop_pid,
+    wait_until_ready,
+)
+from collection_manager.devservices.redis_server import redis_answers, start_redis
+from collection_manager.devservices.services import Service, load_services, save_services
+
+logger = logging.getLogger(__name__)
+
+_ANSWERS: dict[str, Callable[[str], bool]] = {"kafka": kafka_answers, "redis": redis_answers}
+_START: dict[str, Callable[[InfraConfig], Service]] = {"kafka": start_kafka, "redis": start_redis}
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoints:
+    """Where the services are, and which of them this call started."""
+
+    kafka_bootstrap: str
+    redis_url: str
+    started: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceStatus:
+    """One line of ``infra status``."""
+
+    name: str
+    source: str  # "configured", "local" or "not running"
+    address: str
+    pid: int | None
+    answers: bool
+    log: str
+
+
+@contextlib.contextmanager
+def _locked(config: InfraConfig) -> Iterator[None]:
+    # Two concurrent `up`s (a test run beside the demo) must not start two brokers.
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    with open(config.state_dir / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _configured(config: InfraConfig, name: str) -> str | None:
+    return config.kafka_bootstrap if name == "kafka" else config.redis_url
+
+
+def _running(service: Service) -> bool:
+    return pid_alive(service.pid) and cmdline_contains(service.pid, service.marker)
+
+
+def up(config: InfraConfig) -> Endpoints:
+    """Makes Kafka and Redis available and says where they are."""
+    with _locked(config):
+        recorded = load_services(config.services_file)
+        addresses: dict[str, str] = {}
+        started: list[str] = []
+        for name in ("kafka", "redis"):
+            configured = _configured(config, name)
+            if configured:
+                if not _ANSWERS[name](configured):
+                    raise InfrastructureError(
+                        f"the configured {name} at {configured} does not answer"
+                    )
+                addresses[name] = configured
+                continue
+            old = recorded.get(name)
+            if old and _running(old):
+                # Never restart a running service that is slow to answer: it may be busy
+                # (a long script, loading its AOF), and killing it would lose work.
+                answers = functools.partial(_ANSWERS[name], old.address)
+                wait_until_ready(
+                    name,
+                    old.pid,
+                    Path(old.log),
+                    answers,
+                    config.startup_timeout_s,
+                    stop_on_timeout=False,
+                )
+                addresses[name] = old.address
+                continue
+            service = _START[name](config)
+            recorded[name] = service
+            save_services(config.services_file, recorded)
+            addresses[name] = service.address
+            started.append(name)
+        return Endpoints(addresses["kafka"], addresses["redis"], tuple(started))
+
+
+def running(config: InfraConfig) -> Endpoints:
+    """The configured or recorded services, for commands that only use them (reads, removal).
+
+    Unlike ``up`` it starts nothing: a read must not leave a broker running behind it.
+
+    Raises:
+        InfrastructureError: when a service is neither configured nor running.
+    """
+    recorded = load_services(config.services_file)
+    addresses: dict[str, str] = {}
+    for name in ("kafka", "redis"):
+        configured = _configured(config, name)
+        old = recorded.get(name)
+        if configured:
+            addresses[name] = configured
+        elif old and _running(old):
+            addresses[name] = old.address
+        else:
+            variable = "CM_KAFKA_BOOTSTRAP" if name == "kafka" else "CM_REDIS_URL"
+            raise InfrastructureError(
+                f"no {name} to use: start one with `collection-manager infra up` "
+                f"(state dir {config.state_dir}) or set {variable}"
+            )
+    return Endpoints(addresses["kafka"], addresses["redis"])
+
+
+def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[str]:
+    """Stops the recorded local services among ``names``; returns those it stopped."""
+    stopped = []
+    with _locked(config):
+        recorded = load_services(config.services_file)
+        for name in names:
+            service = recorded.pop(name, None)
+            if service and _running(service):
+                stop_pid(service.pid)
+                stopped.append(name)
+        save_services(config.services_file, recorded)
+    return stopped
+
+
+def status(config: InfraConfig) -> list[ServiceStatus]:
+    """What each service is, where, and whether it answers."""
+    recorded = load_services(config.services_file)
+    rows = []
+    for name in ("kafka", "redis"):
+        configured = _configured(config, name)
+        service = recorded.get(name)
+        if configured:
+            rows.append(
+                ServiceStatus(name, "configured", configured, None, _ANSWERS[name](configured), "")
+            )
+        elif service and _running(service):
+            rows.append(
+                ServiceStatus(
+                    name,
+                    "local",
+                    service.address,
+                    service.pid,
+                    _ANSWERS[name](service.address),
+                    service.log,
+                )
+            )
+        else:
+            rows.append(ServiceStatus(name, "not running", "", None, False, ""))
+    return rows

@@ -1,0 +1,167 @@
+"""A single-node KRaft Kafka broker (combined broker and controller) on loopback."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+
+from collection_manager.config import KAFKA_VERSION, InfraConfig
+from collection_manager.config.machine import require_jars, require_java
+from collection_manager.core.errors import InfrastructureError
+from collection_manager.devservices.processes import (
+    LOOPBACK,
+    accepts_connections,
+    choose_port,
+    start_process,
+    wait_until_ready,
+)
+from collection_manager.devservices.services import Service
+
+logger = logging.getLogger(__name__)
+
+# Internal topics must fit one broker, or consumer groups and transactions hang.
+_SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@{host}:{controller_port}
+listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}
+advertised.listeners=PLAINTEXT://{host}:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={data_dir}
+num.partitions=4
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.hours=24
+"""
+
+_LOG4J2 = """\
+rootLogger.level=INFO
+rootLogger.appenderRef.stdout.ref=STDOUT
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c)%n
+logger.kafka.name=kafka
+logger.kafka.level=WARN
+logger.apache.name=org.apache.kafka
+logger.apache.level=WARN
+logger.started.name=kafka.server.KafkaRaftServer
+logger.started.level=INFO
+"""
+
+
+BROKER_COORDINATES = (
+    f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+    # Without a logging backend the broker runs but logs nothing.
+    "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+)
+
+
+def broker_jar_dir(config: InfraConfig) -> Path:
+    """Where ``collection-manager setup`` puts the broker's classpath."""
+    return config.cache_dir / f"kafka-{KAFKA_VERSION}"
+
+
+def broker_jars(config: InfraConfig) -> Path:
+    """The directory holding the broker's classpath, as setup resolved it."""
+    dest = broker_jar_dir(config)
+    require_jars(BROKER_COORDINATES, dest, f"the Kafka {KAFKA_VERSION} broker")
+    return dest
+
+
+def _configure(home: Path, port: int, controller_port: int) -> Path:
+    data_dir = home / "data"
+    props = home / "server.properties"
+    props.write_text(
+        _SERVER_PROPERTIES.format(
+            host=LOOPBACK, port=port, controller_port=controller_port, data_dir=data_dir
+        )
+    )
+    (home / "log4j2.properties").write_text(_LOG4J2)
+    return props
+
+
+def _format_storage(java: str, classpath: str, props: Path, home: Path) -> None:
+    if (home / "data" / "meta.properties").exists():
+        return
+    cluster_id = subprocess.run(
+        [java, "-cp", classpath, "kafka.tools.StorageTool", "random-uuid"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.strip()
+    done = subprocess.run(
+        [
+            java,
+            "-cp",
+            classpath,
+            f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(props),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise InfrastructureError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
+
+
+def start_kafka(config: InfraConfig) -> Service:
+    """Starts the broker, waits until it answers, and returns its record."""
+    java = require_java()
+    classpath = str(broker_jars(config) / "*")
+    home = config.state_dir / "kafka"
+    home.mkdir(parents=True, exist_ok=True)
+    port = choose_port(config.kafka_port, home / "port", "Kafka")
+    controller_port = choose_port(0, home / "controller-port", "the Kafka controller")
+    props = _configure(home, port, controller_port)
+    _format_storage(java, classpath, props, home)
+    log_path = home / "kafka.log"
+    cmd = [
+        java,
+        f"-Xmx{config.kafka_heap}",
+        "-cp",
+        classpath,
+        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
+        "kafka.Kafka",
+        str(props),
+    ]
+    pid = start_process(cmd, log_path, cwd=home)
+    address = f"{LOOPBACK}:{port}"
+    logger.info("started Kafka (pid %d) on %s; log %s", pid, address, log_path)
+    wait_until_ready(
+        "the Kafka broker",
+        pid,
+        log_path,
+        lambda: accepts_connections(port) and kafka_answers(address),
+        config.startup_timeout_s,
+    )
+    return Service(name="kafka", pid=pid, address=address, log=str(log_path), marker=str(props))
+
+
+def kafka_answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
+    """Whether a broker at ``bootstrap`` answers a metadata request."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    # log_level 0 keeps librdkafka quiet while the broker is still coming up.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        return bool(admin.list_topics(timeout=timeout_s).brokers)
+    except KafkaException:
+        return False

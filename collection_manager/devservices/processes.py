@@ -1,0 +1,173 @@
+"""Starting, watching and stopping the local service processes, by pid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from collection_manager.core.errors import InfrastructureError
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A loopback port that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int) -> bool:
+    """Whether ``port`` on loopback can be bound."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
+
+
+def choose_port(configured: int, memo: Path, what: str) -> int:
+    """The configured port (which must be free), else the one used last time, else any.
+
+    Reusing the last port keeps a restarted broker's advertised address stable.
+    """
+    if configured:
+        if not port_is_free(configured):
+            raise InfrastructureError(
+                f"port {configured} on {LOOPBACK} for {what} is taken by another process; "
+                f"stop it, or set the port to 0 to pick a free one"
+            )
+        return configured
+    with contextlib.suppress(OSError, ValueError):
+        last = int(memo.read_text())
+        if port_is_free(last):
+            return last
+    port = free_port()
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text(str(port))
+    return port
+
+
+def accepts_connections(port: int, timeout: float = 0.5) -> bool:
+    """Whether something listens on ``port`` on loopback."""
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def start_process(cmd: Sequence[str], log_path: Path, cwd: Path | None = None) -> int:
+    """Starts ``cmd`` in its own session with output to ``log_path``; returns its pid.
+
+    Its own session keeps a Ctrl-C in the terminal from killing the service mid-write;
+    it is stopped explicitly by pid instead.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    return proc.pid
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def cmdline_contains(pid: int, marker: str) -> bool:
+    """Whether the command line of ``pid`` mentions ``marker`` (guards against pid reuse)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return marker.encode() in f.read()
+    except OSError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    # A child of this very process stays a zombie until waited for.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def stop_pid(pid: int, grace_s: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``; returns once the process is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        _reap(pid)
+        time.sleep(0.1)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while pid_alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.05)
+    _reap(pid)
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    """The last ``lines`` lines of a log file, for error messages."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_until_ready(
+    what: str,
+    pid: int,
+    log_path: Path,
+    ready: Callable[[], bool],
+    timeout_s: float,
+    stop_on_timeout: bool = True,
+) -> None:
+    """Polls ``ready`` until it holds; fails clearly if the process dies or time runs out.
+
+    Args:
+        stop_on_timeout: stop the process when it never answered (one we just started);
+            False for one that was already running, which is left alone.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if not pid_alive(pid):
+            _reap(pid)
+            raise InfrastructureError(
+                f"{what} exited during start-up; the end of its log {log_path}:\n"
+                f"{log_tail(log_path)}"
+            )
+        time.sleep(0.25)
+    if stop_on_timeout:
+        stop_pid(pid)
+    raise InfrastructureError(
+        f"{what} did not answer within {timeout_s:.0f} s (raise CM_STARTUP_TIMEOUT_S if the "
+        f"machine is slow); the end of its log {log_path}:\n{log_tail(log_path)}"
+    )

@@ -1,0 +1,90 @@
+"""A local ``redis-server`` on loopback with AOF persistence."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+
+from collection_manager.config import InfraConfig
+from collection_manager.config.machine import SETUP_HINT
+from collection_manager.core.errors import InfrastructureError
+from collection_manager.devservices.processes import (
+    LOOPBACK,
+    choose_port,
+    start_process,
+    wait_until_ready,
+)
+from collection_manager.devservices.services import Service
+
+logger = logging.getLogger(__name__)
+
+
+def apt_install_redis() -> None:
+    """Installs Debian's redis-server (``collection-manager setup`` does, as root)."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "redis-server"]):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        if done.returncode != 0:
+            raise InfrastructureError(
+                f"'{' '.join(cmd)}' failed while installing redis-server:\n{done.stderr[-2000:]}"
+            )
+
+
+def require_redis_server() -> str:
+    """The ``redis-server`` executable; a one-line error saying how to get it when missing."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    raise InfrastructureError(
+        f"redis-server was not found: {SETUP_HINT} as root, install it (Debian: "
+        "apt-get install redis-server), or set CM_REDIS_URL to an existing Redis"
+    )
+
+
+def start_redis(config: InfraConfig) -> Service:
+    """Starts Redis, waits until it answers PING, and returns its record."""
+    binary = require_redis_server()
+    home = config.state_dir / "redis"
+    home.mkdir(parents=True, exist_ok=True)
+    port = choose_port(config.redis_port, home / "port", "Redis")
+    log_path = home / "redis.log"
+    cmd = [
+        binary,
+        "--bind",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--dir",
+        str(home),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+        "--daemonize",
+        "no",
+    ]
+    pid = start_process(cmd, log_path, cwd=home)
+    url = f"redis://{LOOPBACK}:{port}/0"
+    logger.info("started Redis (pid %d) at %s; log %s", pid, url, log_path)
+    wait_until_ready(
+        "redis-server", pid, log_path, lambda: redis_answers(url), config.startup_timeout_s
+    )
+    # redis-server rewrites its command line to "path host:port": match that.
+    return Service(
+        name="redis", pid=pid, address=url, log=str(log_path), marker=f"{LOOPBACK}:{port}"
+    )
+
+
+def redis_answers(url: str, timeout_s: float = 1.0) -> bool:
+    """Whether a Redis at ``url`` answers PING."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()

@@ -1,0 +1,18 @@
+"""Errors of the Kafka client area."""
+
+from __future__ import annotations
+
+from collection_manager.core.errors import CollectionManagerError
+
+
+class ProducerError(CollectionManagerError):
+    """The producer failed: a fatal librdkafka error, or a message it refused."""
+
+
+class ProducerQueueFullError(ProducerError):
+    """The local queue stayed full through every retry; ``queue_size`` says how full."""
+
+    def __init__(self, topic: str, queue_size: int, retries: int) -> None:
+        message = f"producer queue full for {topic!r}: {queue_size} queued after {retries} retries"
+        super().__init__(message, topic=topic)
+        self.queue_size = queue_size

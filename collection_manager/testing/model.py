@@ -1,0 +1,259 @@
+"""The reference model: requests applied to in-memory collections, one step at a time.
+
+This is the oracle the Redis store and the Spark consumer are tested against. It applies
+requests exactly as docs/design.md §2-§6 say, with no I/O and no cleverness:
+
+- ``Append``: the fuse first (a fenced epoch is dropped and counted), then the updates.
+- ``Delete``: retract every matching row with its full multiplicity, then record the fence.
+- ``ReplicaAdded``/``Heartbeat``: membership only. ``ReplicaRemoved``: membership, and a
+  fence in every collection (the store keeps fence tables per collection, and the
+  controller's fenced deletes follow anyway; fencing earlier only drops late data sooner).
+
+Every applied step of a collection (a request, or a merged ``AppendGroup``; a fused append
+too) takes the time ``upper`` and advances ``upper`` by one, so the latest readable time is
+``upper - 1`` (0: nothing applied yet). Control requests advance no collection's upper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.planning import AppendGroup, DeleteStep, Step, consolidate, plan_groups
+from collection_manager.core.requests import (
+    Append,
+    Delete,
+    Heartbeat,
+    ReplicaAdded,
+    ReplicaRemoved,
+    Request,
+    Update,
+)
+from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.testing.collection_state import (
+    ApplyOutcome,
+    CollectionState,
+    delete_retractions,
+)
+from collection_manager.testing.membership import ModelFences, ModelMembership
+from collection_manager.testing.validity_ledger import ValidityLedger
+
+__all__ = [
+    "CollectionModel",
+    "CollectionState",
+    "ModelCounters",
+    "ModelLogEntry",
+    "ModelStore",
+    "consolidate",
+    "delete_retractions",
+    "plan_groups",
+]
+
+
+@dataclasses.dataclass
+class ModelCounters:
+    """What was applied to one collection; names match ``RedisStore.stats``.
+
+    Attributes:
+        requests: requests applied (a merged group counts the appends it merges).
+        steps: write steps, each one tick of the collection's time.
+        updates: non-zero updates written by appends.
+        retractions: rows retracted by deletes.
+        fused_appends: appends dropped by the fuse.
+        scheduled_retractions: rows retracted because their ``valid_until`` passed.
+        invalid_retractions: updates that left a row negative, replica not fenced.
+        fenced_invalid_retractions: the same where the row's replica is fenced.
+    """
+
+    requests: int = 0
+    steps: int = 0
+    updates: int = 0
+    retractions: int = 0
+    fused_appends: int = 0
+    scheduled_retractions: int = 0
+    invalid_retractions: int = 0
+    fenced_invalid_retractions: int = 0
+
+    def add_outcome(self, outcome: ApplyOutcome) -> None:
+        """Counts what applying a batch of updates did."""
+        self.invalid_retractions += outcome.invalid_retractions
+        self.fenced_invalid_retractions += outcome.fenced_invalid_retractions
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelLogEntry:
+    """One change of a collection's change log."""
+
+    time: int
+    row: Row
+    diff: int
+
+
+class CollectionModel:
+    """One collection: state, fences, time, change log and counters."""
+
+    def __init__(self, spec: CollectionSpec) -> None:
+        self.spec = spec
+        self.state = CollectionState()
+        self.fences = ModelFences()
+        self.upper = 1
+        self.log: list[ModelLogEntry] = []
+        self.counters = ModelCounters()
+        self.validity = ValidityLedger()
+
+    @property
+    def latest_time(self) -> int:
+        """The latest readable time, ``upper - 1``."""
+        return self.upper - 1
+
+    def snapshot(self) -> tuple[dict[Row, int], int]:
+        """The contents and the time they are as of."""
+        return self.state.rows(), self.latest_time
+
+    def tail(self, since: int = 0) -> list[ModelLogEntry]:
+        """Changes at times ``>= since``, oldest first."""
+        return [entry for entry in self.log if entry.time >= since]
+
+    def _tick(self, requests: int) -> int:
+        time = self.upper
+        self.upper += 1
+        self.counters.steps += 1
+        self.counters.requests += requests
+        return time
+
+    def _write(self, time: int, updates: Sequence[Update]) -> ApplyOutcome:
+        outcome = self.state.apply(updates, self.fences)
+        self.counters.add_outcome(outcome)
+        self.log.extend(ModelLogEntry(time, row, diff) for row, diff in updates if diff != 0)
+        return outcome
+
+    def _append_updates(
+        self,
+        time: int,
+        replica: str,
+        epoch: int,
+        updates: Sequence[Update],
+        valid_until: int | None,
+    ) -> bool:
+        if self.fences.is_fenced(replica, epoch):
+            return False
+        self.counters.updates += self._write(time, updates).written
+        if valid_until is not None:
+            self.validity.add(valid_until, updates)
+        return True
+
+    def append(self, request: Append) -> None:
+        """Applies an append: dropped whole when its epoch is fenced."""
+        time = self._tick(1)
+        if not self._append_updates(
+            time, request.replica_id, request.epoch, request.updates, request.valid_until
+        ):
+            self.counters.fused_appends += 1
+
+    def append_group(self, group: AppendGroup) -> None:
+        """Applies merged appends at one time; the fuse decides per part."""
+        time = self._tick(group.requests)
+        for part in group.parts:
+            if not self._append_updates(
+                time, part.replica_id, part.epoch, part.updates, part.valid_until
+            ):
+                self.counters.fused_appends += part.requests
+
+    def retract_due(self, now_ms: int) -> None:
+        """Retracts, at one new time, every row whose ``valid_until`` is ``<= now_ms``."""
+        due = self.validity.due(now_ms)
+        if due:
+            self._write(self._tick(0), due)
+            self.counters.scheduled_retractions += len(due)
+
+    def delete(self, request: Delete) -> None:
+        """Retracts every matching row, then records the fence, if any."""
+        time = self._tick(1)
+        retractions = delete_retractions(self.state, request.filter, self.spec.column_names)
+        self._write(time, retractions)
+        self.validity.drop(row for row, _ in retractions)
+        self.counters.retractions += len(retractions)
+        if request.fence is not None:
+            self.fences.fence(request.fence.replica_id, request.fence.epoch)
+
+
+class ModelStore:
+    """Several collections and the replica membership, applied request by request.
+
+    Args:
+        specs: the collections; requests naming others raise ``UnknownCollectionError``.
+    """
+
+    def __init__(self, specs: Iterable[CollectionSpec]) -> None:
+        self.collections = {spec.name: CollectionModel(spec) for spec in specs}
+        self.membership = ModelMembership()
+        self.control_requests = 0
+
+    def collection(self, name: str) -> CollectionModel:
+        """The model of collection ``name``.
+
+        Raises:
+            UnknownCollectionError: when there is no such collection.
+        """
+        if name not in self.collections:
+            known = ", ".join(sorted(self.collections)) or "none"
+            raise UnknownCollectionError(
+                f"unknown collection {name!r}; known: {known}", collection=name
+            )
+        return self.collections[name]
+
+    def apply(self, request: Request) -> None:
+        """Applies one request."""
+        if isinstance(request, Append):
+            self.collection(request.collection).append(request)
+        elif isinstance(request, Delete):
+            self.collection(request.collection).delete(request)
+        else:
+            self._control(request)
+
+    def apply_step(self, step: Step) -> None:
+        """Applies one planned step (see :func:`plan_groups`)."""
+        if isinstance(step, AppendGroup):
+            self.collection(step.collection).append_group(step)
+        elif isinstance(step, DeleteStep):
+            self.collection(step.request.collection).delete(step.request)
+        else:
+            self._control(step.request)
+
+    def apply_all(self, requests: Sequence[Request], *, grouped: bool = False) -> None:
+        """Applies ``requests`` one by one, or planned into consolidated groups."""
+        if grouped:
+            for step in plan_groups(requests):
+                self.apply_step(step)
+        else:
+            for request in requests:
+                self.apply(request)
+
+    def _control(self, request: ReplicaAdded | ReplicaRemoved | Heartbeat) -> None:
+        self.control_requests += 1
+        if isinstance(request, ReplicaAdded):
+            self.membership.added(request.replica_id, request.epoch)
+        elif isinstance(request, ReplicaRemoved):
+            self.membership.removed(request.replica_id, request.epoch)
+            for collection in self.collections.values():
+                collection.fences.fence(request.replica_id, request.epoch)
+        else:
+            self.membership.heartbeat(request.replica_id, request.epoch, request.sent_at)
+
+    def retract_due(self, now_ms: int) -> None:
+        """Applies the retractions due at ``now_ms`` in every collection."""
+        for collection in self.collections.values():
+            collection.retract_due(now_ms)
+
+    def totals(self) -> ModelCounters:
+        """The counters summed over all collections."""
+        total = ModelCounters()
+        for collection in self.collections.values():
+            for name, value in collection.counters.as_dict().items():
+                setattr(total, name, getattr(total, name) + value)
+        return total
