@@ -48,7 +48,7 @@ def test_the_tree_keeps_every_contract(tree: Path) -> None:
     ("module", "statement", "contract"),
     [
         ("collection_manager/core/specs.py", "import schemas.codec", "Layers"),
-        ("collection_manager/storage/rows.py", "import collection_manager.control.leases", "Layers"),
+        ("collection_manager/storage/rows.py", "import collection_manager.control", "Layers"),
         ("producers/batching.py", "import spark_consumers.decode", "Layers"),
         ("spark_consumers/decode.py", "import collection_manager.testing.model", "test support"),
     ],
