@@ -24,7 +24,8 @@ from collection_manager.core.filters import (
     not_,
     prefix,
 )
-from collection_manager.core.specs import LONG_MAX, LONG_MIN, CollectionSpec, Column, Value
+from collection_manager.core.numbers import INT_RANGE, in_domain
+from collection_manager.core.specs import CollectionSpec, Column, Value
 
 # Operator -> meaning, in the order the help lists them.
 OPERATORS = {
@@ -77,10 +78,10 @@ def _bad_operator(term: str, op: str) -> FilterError:
 
 def _number(text: str, column: Column) -> Value:
     if column.type == "long":
-        value: int | float = int(text)
-        if not LONG_MIN <= value <= LONG_MAX:
-            raise ValueError("outside the 64-bit range")
-        return value
+        number = int(text)
+        if not in_domain(number):
+            raise ValueError(f"outside the supported integer range {INT_RANGE}")
+        return number
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("not a finite number")
@@ -94,7 +95,7 @@ def literal(term: str, text: str, column: Column) -> Value:
         FilterError: saying which type (and what form of value) the column expects.
     """
     expected = {
-        "long": "an integer (64-bit)",
+        "long": "an integer (at most 2^53 - 1 in size)",
         "double": "a finite number",
         "boolean": "true or false",
     }.get(column.type)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from collection_manager.core.errors import SchemaError, UnknownCollectionError
 from collection_manager.core.filters import Filter, validate
+from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
 from collection_manager.core.specs import CollectionSpec, Row, Value, validate_row
 
 Update = tuple[Row, int]
@@ -136,7 +137,11 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
 
 def _validate_updates(request: Append, spec: CollectionSpec) -> None:
     name = request.collection
+    if request.valid_until is not None and not 0 <= request.valid_until <= INT_LIMIT:
+        raise SchemaError(outside(request.valid_until, "valid_until"), collection=name)
     for row, diff in request.updates:
         validate_row(row, spec)
         if isinstance(diff, bool) or not isinstance(diff, int):
             raise SchemaError(f"diff of {row!r} must be an integer, got {diff!r}", collection=name)
+        if not in_domain(diff):
+            raise SchemaError(f"{outside(diff, 'diff')} (row {row!r})", collection=name)

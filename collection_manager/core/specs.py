@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collection_manager.core.errors import SchemaError
+from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
 
 Value = None | bool | int | float | str
 Row = tuple[Value, ...]
@@ -36,6 +37,7 @@ _EXACT_TYPES: dict[str, tuple[type, ...]] = {
     "double": (int, float),
     "string": (str,),
 }
+# The range of Avro's long: what the wire can carry (the domain is narrower).
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
@@ -141,8 +143,8 @@ def _type_problem(value: Value, column: Column) -> str | None:
     if isinstance(value, int):
         if kind not in ("long", "double"):
             return _wrong(value)
-        # Ints travel as Avro longs, also in double columns.
-        return None if LONG_MIN <= value <= LONG_MAX else f"{value} is outside the 64-bit range"
+        # Ints travel as Avro longs, also in double columns; the domain is narrower.
+        return None if in_domain(value) else outside(value, "value")
     if isinstance(value, float):
         if kind != "double":
             return _wrong(value)
@@ -164,7 +166,7 @@ def validate_row(row: Sequence[Value], spec: CollectionSpec) -> None:
     """Checks that ``row`` fits ``spec``'s columns.
 
     Ints are accepted in double columns; booleans are never numbers; NaN and infinities
-    are refused, as are longs outside the signed 64-bit range.
+    are refused, as are integers outside the numeric domain (:mod:`core.numbers`).
 
     Raises:
         SchemaError: naming the column and the expected type, or the arity mismatch.
@@ -181,7 +183,7 @@ def validate_row(row: Sequence[Value], spec: CollectionSpec) -> None:
         kind = type(value)
         if (
             kind not in types
-            or (kind is int and not LONG_MIN <= value <= LONG_MAX)  # type: ignore[operator]
+            or (kind is int and not -INT_LIMIT <= value <= INT_LIMIT)  # type: ignore[operator]
             or (kind is float and not math.isfinite(value))  # type: ignore[arg-type]
         ):
             break

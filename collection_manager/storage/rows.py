@@ -17,13 +17,23 @@ from collection_manager.core.specs import Row
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _canonical(value: object, double: bool) -> object:
+    # 1 and 1.0 are one row in a double column; -0.0 and 0.0 are one value (the model and
+    # Lua compare them equal), stored as 0.0.
+    if double and type(value) is int:
+        return float(value)
+    if type(value) is float and value == 0.0:
+        return 0.0
+    return value
+
+
 def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset()) -> str:
-    """The canonical encoding; ints in ``double_columns`` become floats (1 and 1.0 are one row).
+    """The canonical encoding; ints in ``double_columns`` become floats, -0.0 becomes 0.0.
 
     Raises:
         SchemaError: for NaN or infinity, which JSON cannot hold and no row should.
     """
-    values = [float(v) if i in double_columns and type(v) is int else v for i, v in enumerate(row)]
+    values = [_canonical(v, i in double_columns) for i, v in enumerate(row)]
     try:
         return _ENCODER.encode(values)
     except ValueError as exc:

@@ -99,10 +99,12 @@ COLUMNS = "replica_id (string), export_id (string), worker_id (long), frontier (
         ("worker_id~3", "unknown operator '~'; operators: =, !=, <, <=, >, >=, ^="),
         (
             "worker_id=x",
-            "worker_id is a long column; expected an integer (64-bit), e.g. worker_id=42",
+            "worker_id is a long column; expected an integer (at most 2^53 - 1 in size), "
+            "e.g. worker_id=42",
         ),
         ("worker_id=1.5", "worker_id is a long column"),
         ("worker_id=99999999999999999999", "worker_id is a long column"),
+        ("worker_id=9007199254740992", "worker_id is a long column"),
         ("worker_id<null", "< cannot compare with null; use worker_id=null or worker_id!=null"),
         ("worker_id^=1", "^= (starts with) needs a string column; worker_id is a long column"),
     ],

@@ -86,7 +86,9 @@ def test_bad_specs(schema: dict[str, Any], indexed: tuple[str, ...], message: st
         (("r1", "a", "0", None), "'worker_id' expects long: got str '0'"),
         (("r1", "a", True, None), "'worker_id' expects long: got bool True"),
         (("r1", "a", 1.0, None), "'worker_id' expects long: got float"),
-        (("r1", "a", 2**63, None), "outside the 64-bit range"),
+        (("r1", "a", 2**63, None), r"outside the supported integer range ±\(2\^53 - 1\)"),
+        (("r1", "a", 2**53, None), r"value 9007199254740992 is outside the supported integer"),
+        (("r1", "a", -(2**53), None), r"value -9007199254740992 is outside"),
         ((None, "a", 0, None), "'replica_id' expects string: null in a non-nullable column"),
         (("r1", 5, 0, None), "'export_id' expects string: got int 5"),
         (("r1", "a", 0, "x"), r"'frontier' expects long \(nullable\)"),
@@ -114,7 +116,7 @@ def test_validate_row_booleans_and_doubles(row: Any, message: str) -> None:
 
 def test_validate_row_accepts_good_rows() -> None:
     validate_row(("r1", "a", 0, None), FRONTIERS)
-    validate_row(["r1", "a", -(2**63), 2**63 - 1], FRONTIERS)
+    validate_row(["r1", "a", -(2**53 - 1), 2**53 - 1], FRONTIERS)  # the domain's edges
     validate_row(("r1", False, 3), HYDRATION)  # an int where a double is expected
     validate_row(("r1", True, 0.5), HYDRATION)
 
@@ -131,6 +133,25 @@ def test_validate_request() -> None:
         validate_request(Append("frontiers", "r1", 1, ((("r1", "a", "x", 1), 1),), 0), SPECS)
     with pytest.raises(SchemaError, match=r"diff of .* must be an integer"):
         validate_request(Append("frontiers", "r1", 1, ((("r1", "a", 0, 1), True),), 0), SPECS)
+
+
+@pytest.mark.parametrize("diff", [2**53, -(2**53), 2**63 - 1, -(2**63)])
+def test_a_diff_outside_the_domain_is_refused_naming_the_bound(diff: int) -> None:
+    request = Append("frontiers", "r1", 1, ((("r1", "a", 0, 1), diff),), 0)
+    with pytest.raises(SchemaError, match=rf"diff {diff} is outside .* ±9007199254740991"):
+        validate_request(request, SPECS)
+
+
+@pytest.mark.parametrize("diff", [2**53 - 1, -(2**53 - 1)])
+def test_diffs_at_the_domain_edges_are_valid(diff: int) -> None:
+    validate_request(Append("frontiers", "r1", 1, ((("r1", "a", 0, 1), diff),), 0), SPECS)
+
+
+@pytest.mark.parametrize("valid_until", [-1, 2**53])
+def test_valid_until_outside_the_domain_is_refused(valid_until: int) -> None:
+    request = Append("frontiers", "r1", 1, ((("r1", "a", 0, 1), 1),), 0, valid_until=valid_until)
+    with pytest.raises(SchemaError, match=rf"valid_until {valid_until} is outside"):
+        validate_request(request, SPECS)
     with pytest.raises(FilterError, match="unknown column 'a'"):
         validate_request(Delete("frontiers", eq("a", 1)), SPECS)
 
