@@ -10,6 +10,7 @@ from collection_manager.core.errors import FilterError
 from collection_manager.core.filters import (
     MAX_DEPTH,
     MAX_NODES,
+    MAX_VALUES,
     And,
     Cmp,
     Filter,
@@ -152,6 +153,27 @@ def test_shape_limits() -> None:
     wide = Or(tuple(eq("worker_id", i) for i in range(MAX_NODES)))
     with pytest.raises(FilterError, match="more than 1000 nodes"):
         validate(wide, FRONTIERS)
+
+
+def test_value_limit_counts_every_value_of_an_in_list() -> None:
+    validate(In("worker_id", tuple(range(MAX_VALUES))), FRONTIERS)
+    with pytest.raises(FilterError, match="more than 10000 values"):
+        validate(In("worker_id", tuple(range(MAX_VALUES + 1))), FRONTIERS)
+    two = And((In("worker_id", tuple(range(MAX_VALUES // 2))), In("export_id", ("a",) * 5001)))
+    with pytest.raises(FilterError, match="more than 10000 values"):
+        validate(two, FRONTIERS)
+
+
+def test_a_large_in_list_plans_and_evaluates_in_linear_time() -> None:
+    # 10,000 distinct values: a quadratic de-duplication or membership test would do 10^8
+    # comparisons here; the lookup keeps each key once, in order, and matching is a set test.
+    values = tuple(range(MAX_VALUES))
+    lookup = index_lookup(In("worker_id", values + values[:10]), ("worker_id",))
+    assert lookup is not None
+    assert [value for _, value in lookup.keys] == list(values)
+    assert evaluate(In("worker_id", values), ("r1", "e", MAX_VALUES - 1, None), COLUMNS)
+    assert not evaluate(In("worker_id", values), ("r1", "e", MAX_VALUES, None), COLUMNS)
+    assert not evaluate(In("worker_id", (1,)), ("r1", "e", True, None), COLUMNS)
 
 
 def test_describe() -> None:

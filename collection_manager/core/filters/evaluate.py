@@ -44,6 +44,11 @@ def same_value(a: Value, b: Value) -> bool:
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
+def value_key(value: Value) -> tuple[bool, Value]:
+    """A hashable key with :func:`same_value`'s equality (True is not 1; 1 is 1.0)."""
+    return isinstance(value, bool), value
+
+
 def _position(column: str, positions: Mapping[str, int]) -> int:
     if column not in positions:
         raise FilterError(f"unknown column {column!r}; columns are {', '.join(positions)}")
@@ -64,8 +69,9 @@ def _leaf(node: Cmp | In | Prefix | IsNull, i: int) -> Matcher:
     if isinstance(node, Cmp):
         return _cmp(node, i)
     if isinstance(node, In):
-        values = node.values
-        return lambda row: row[i] is not None and any(same_value(row[i], v) for v in values)
+        # A set of value keys: constant time per row, whatever the list's length.
+        keys = frozenset(value_key(v) for v in node.values)
+        return lambda row: row[i] is not None and value_key(row[i]) in keys
     if isinstance(node, Prefix):
         return _starts_with(i, node.prefix)
     return lambda row: row[i] is None

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from collection_manager.core.filters.evaluate import same_value
 from collection_manager.core.filters.tree import And, Cmp, Filter, In, Or
 from collection_manager.core.specs import Value
 
@@ -37,11 +36,9 @@ class IndexLookup:
 
 
 def _distinct(keys: Iterable[IndexKey]) -> tuple[IndexKey, ...]:
-    out: list[IndexKey] = []
-    for key in keys:
-        if not any(k[0] == key[0] and same_value(k[1], key[1]) for k in out):
-            out.append(key)
-    return tuple(out)
+    # Indexable values are ints and strings (never booleans), where equality is plain
+    # equality, so a dict keeps the first of each in order, in linear time.
+    return tuple(dict.fromkeys(keys))
 
 
 def _indexable(value: Value) -> bool:

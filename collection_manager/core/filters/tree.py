@@ -18,9 +18,12 @@ CMP_OPS: tuple[CmpOp, ...] = ("eq", "ne", "lt", "le", "gt", "ge")
 ORDER_OPS = frozenset({"lt", "le", "gt", "ge"})
 
 # Limits on filters from the wire: evaluation recurses, and a filter is checked against
-# every candidate row, so neither may grow without bound.
+# every candidate row, so neither may grow without bound. MAX_VALUES bounds the literals of
+# all nodes together (an `in` list counts each value): planning and evaluation are linear
+# in them, and a delete's whole plan travels in one script call.
 MAX_DEPTH = 32
 MAX_NODES = 1000
+MAX_VALUES = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,11 +183,17 @@ def check_shape(node: Filter) -> None:
     """Checks the depth and size limits, stopping as soon as one is exceeded.
 
     Raises:
-        FilterError: when the filter is deeper than ``MAX_DEPTH`` or has more than
-            ``MAX_NODES`` nodes.
+        FilterError: when the filter is deeper than ``MAX_DEPTH``, has more than
+            ``MAX_NODES`` nodes, or more than ``MAX_VALUES`` literal values.
     """
-    for size, (_, depth) in enumerate(walk(node), start=1):
+    values = 0
+    for size, (current, depth) in enumerate(walk(node), start=1):
         if depth > MAX_DEPTH:
             raise FilterError(f"filter is nested deeper than {MAX_DEPTH} levels")
         if size > MAX_NODES:
             raise FilterError(f"filter has more than {MAX_NODES} nodes")
+        values += len(current.values) if isinstance(current, In) else 1
+        if values > MAX_VALUES:
+            raise FilterError(
+                f"filter has more than {MAX_VALUES} values (each value of an `in` list counts)"
+            )
