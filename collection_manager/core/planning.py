@@ -108,6 +108,21 @@ def _source(append: Append) -> Source:
     return (append.replica_id, append.epoch, append.valid_until, append.ttl_ms)
 
 
+# Bounds of one merged group (docs/design.md §4): a group is applied in one script call,
+# and Redis runs nothing else meanwhile, so its size bounds how long other clients wait.
+# An append that would push a group past either bound starts the next group; a single
+# append larger than them is a group of its own (its size is bounded by the request limit).
+MAX_GROUP_UPDATES = 5_000
+MAX_GROUP_BYTES = 4 << 20
+
+
+def approximate_bytes(append: Append) -> int:
+    """About how many bytes the append's rows take when stored: strings by length, else 8."""
+    return sum(
+        8 + sum(len(v) if isinstance(v, str) else 8 for v in row) for row, _ in append.updates
+    )
+
+
 @dataclasses.dataclass
 class _OpenGroup:
     collection: str
@@ -115,12 +130,20 @@ class _OpenGroup:
     last_index: int = -1
     raw: dict[Source, list[Update]] = dataclasses.field(default_factory=dict)
     counts: dict[Source, int] = dataclasses.field(default_factory=dict)
+    updates: int = 0
+    size: int = 0
 
-    def add(self, index: int, append: Append) -> None:
+    def has_room(self, updates: int, size: int) -> bool:
+        fits = self.updates + updates <= MAX_GROUP_UPDATES and self.size + size <= MAX_GROUP_BYTES
+        return fits or not self.raw
+
+    def add(self, index: int, append: Append, size: int) -> None:
         source = _source(append)
         self.raw.setdefault(source, []).extend(append.updates)
         self.counts[source] = self.counts.get(source, 0) + 1
         self.last_index = index
+        self.updates += len(append.updates)
+        self.size += size
 
     def build(self) -> AppendGroup:
         parts = tuple(
@@ -148,12 +171,16 @@ class _Planner:
 
     def append(self, index: int, append: Append) -> None:
         group = self.open.get(append.collection)
-        if group is not None and self.split and _source(append) not in group.raw:
+        size = approximate_bytes(append)
+        if group is not None and (
+            (self.split and _source(append) not in group.raw)
+            or not group.has_room(len(append.updates), size)
+        ):
             self.close(append.collection)
             group = None
         if group is None:
             group = self.open[append.collection] = _OpenGroup(append.collection, index)
-        group.add(index, append)
+        group.add(index, append, size)
 
     def other(self, index: int, request: Delete | Control) -> None:
         if isinstance(request, Delete):
@@ -166,7 +193,7 @@ class _Planner:
 
 
 def plan_groups(requests: Sequence[Request], *, split_on_source_change: bool = False) -> list[Step]:
-    """Merges the appends between deletes into consolidated groups.
+    """Merges the appends between deletes into consolidated groups of bounded size.
 
     Applying the steps in order gives the same collection contents, fences and counts of
     requests, retractions and fused appends as applying ``requests`` one by one. (Invalid
@@ -180,7 +207,9 @@ def plan_groups(requests: Sequence[Request], *, split_on_source_change: bool = F
             another source, so that every group has exactly one part.
 
     Returns:
-        The steps; an ``AppendGroup`` is emitted when it closes.
+        The steps; an ``AppendGroup`` is emitted when it closes: before a delete of its
+        collection, a ``ReplicaRemoved``, or an append that would take it past
+        ``MAX_GROUP_UPDATES`` updates or ``MAX_GROUP_BYTES`` approximate bytes.
     """
     planner = _Planner(split_on_source_change)
     for index, request in enumerate(requests):

@@ -16,6 +16,7 @@ from collection_manager.core.errors import (
     UnknownCollectionError,
 )
 from collection_manager.core.filters import Filter, validate
+from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.errors import StorageError
@@ -63,11 +64,15 @@ class RedisStore:
         client: a Redis client; responses must not be decoded (rows are compared as bytes).
         log_max_length: approximate number of change-log entries kept per collection.
         chunk_updates: about how many updates one script call applies, so that no single
-            call blocks Redis for long; chunks split between requests, never inside one.
+            call blocks Redis for long; chunks split between request groups, never inside
+            one (a group holds at most ``MAX_GROUP_UPDATES``).
     """
 
     def __init__(
-        self, client: redis.Redis, log_max_length: int = 1_000_000, chunk_updates: int = 20_000
+        self,
+        client: redis.Redis,
+        log_max_length: int = 1_000_000,
+        chunk_updates: int = MAX_GROUP_UPDATES,
     ) -> None:
         self._client = client
         self._log_max_length = log_max_length

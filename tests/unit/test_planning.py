@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+
 from collection_manager.core.filters import eq
 from collection_manager.core.planning import (
+    MAX_GROUP_BYTES,
+    MAX_GROUP_UPDATES,
     AppendGroup,
     ControlStep,
     DeleteStep,
     SourceUpdates,
+    approximate_bytes,
     plan_groups,
 )
 from collection_manager.core.requests import Append, Delete, Heartbeat, ReplicaRemoved, Request
@@ -88,3 +93,39 @@ def test_split_on_source_change_gives_one_part_per_group() -> None:
         (2, 2, 1),
         (3, 3, 1),
     ]
+
+
+_SERIAL = itertools.count()
+
+
+def _bulk(collection: str, updates: int, text: str = "") -> Append:
+    # Rows no other call makes, so consolidation keeps every update.
+    serial = next(_SERIAL)
+    return _append(collection, "r1", 1, *((("r1", text, serial, i), 1) for i in range(updates)))
+
+
+def _groups(steps: list[object]) -> list[tuple[int, int, int]]:
+    return [
+        (s.first_index, s.last_index, sum(len(p.updates) for p in s.parts))
+        for s in steps
+        if isinstance(s, AppendGroup)
+    ]
+
+
+def test_a_group_closes_before_it_would_pass_the_update_bound() -> None:
+    third = MAX_GROUP_UPDATES // 3 + 1
+    steps = plan_groups([_bulk("a", third), _bulk("b", 1), _bulk("a", third), _bulk("a", third)])
+    assert _groups(steps) == [(0, 2, 2 * third), (1, 1, 1), (3, 3, third)]
+
+
+def test_an_append_larger_than_the_bound_is_a_group_of_its_own() -> None:
+    steps = plan_groups([_bulk("a", 1), _bulk("a", MAX_GROUP_UPDATES + 1), _bulk("a", 1)])
+    assert _groups(steps) == [(0, 0, 1), (1, 1, MAX_GROUP_UPDATES + 1), (2, 2, 1)]
+
+
+def test_a_group_closes_before_it_would_pass_the_byte_bound() -> None:
+    big = "x" * (MAX_GROUP_BYTES // 100)  # 100 such rows are just over the bound
+    requests = [_bulk("a", 60, big), _bulk("a", 60, big)]
+    assert approximate_bytes(requests[0]) < MAX_GROUP_BYTES
+    assert approximate_bytes(requests[0]) * 2 > MAX_GROUP_BYTES
+    assert _groups(plan_groups(requests)) == [(0, 0, 60), (1, 1, 60)]
