@@ -55,6 +55,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def time_argument(text: str) -> int:
+    """An argparse type: a collection time, 0 (the start) or later."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"times start at 0, not {value}")
+    return value
+
+
 def register(commands: Any) -> None:
     """Adds ``query``, ``tail`` and ``collections``."""
     spec = introspection_spec("compute_frontiers")
@@ -68,7 +76,9 @@ def register(commands: Any) -> None:
 
     tail = commands.add_parser("tail", help="a collection's changes (time, row, diff)")
     tail.add_argument("collection", help=COLLECTION_HELP)
-    tail.add_argument("--since", type=int, default=0, help="changes at this time or later")
+    tail.add_argument(
+        "--since", type=time_argument, default=0, help="changes at this time or later"
+    )
     tail.add_argument("--limit", type=positive_int, default=100, help="at most this many changes")
     add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
     tail.set_defaults(run=run_tail)
@@ -77,7 +87,8 @@ def register(commands: Any) -> None:
 
 def store_from_env() -> RedisStore:
     """The store of the configured (or running local) Redis; starts nothing."""
-    return RedisStore.connect(devservices.running(from_env(InfraConfig)).redis_url)
+    endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
+    return RedisStore.connect(endpoints.redis_url)
 
 
 def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:

@@ -6,18 +6,47 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from collection_manager.cli import bench, collections, infra, pipeline, replicas, status
-from collection_manager.core.errors import CollectionManagerError
+from collection_manager.cli.faults import FAILED, INTERRUPTED, SERVICE_FAULTS, causes, describe
 
 SUBCOMMANDS = (infra, collections, pipeline, status, replicas, bench)
 
 
+DESCRIPTION = (
+    "Introspection data of a fleet of compute replicas, in one place: run the Spark "
+    "consumer and the replica agents, and read the storage collections in Redis."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments get one ``error:`` line naming the command's ``--help``, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\nsee: {self.prog} --help\n")
+
+
+class _Commands:
+    """``add_parser`` that makes each command's ``--help`` open with its one-line help."""
+
+    def __init__(self, subparsers: Any) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs.get("help"))
+        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
+        return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="collection-manager", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="collection-manager", description=DESCRIPTION)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log progress; errors show their causes"
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = _Commands(subparsers)
     for module in SUBCOMMANDS:
         module.register(commands)
     return parser
@@ -32,9 +61,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except CollectionManagerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except SERVICE_FAULTS as exc:
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        if args.verbose:
+            for line in causes(exc):
+                print(f"  {line}", file=sys.stderr)
+        return FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

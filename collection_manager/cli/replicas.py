@@ -218,7 +218,7 @@ EXAMPLE_REPLICAS = [
 
 def run_replicas(args: argparse.Namespace) -> int:
     """Prints every replica with its epoch, state, lease expiry and last heartbeat."""
-    controller = _controller(devservices.running(from_env(InfraConfig)))
+    controller = _controller(devservices.running(from_env(InfraConfig), needs=("redis",)))
     try:
         rows = controller.replicas()
     finally:

@@ -109,13 +109,15 @@ def up(config: InfraConfig) -> Endpoints:
         return Endpoints(addresses["kafka"], addresses["redis"], tuple(started))
 
 
-def running(config: InfraConfig) -> Endpoints:
-    """The configured or recorded services, for commands that only use them (reads, removal).
+def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) -> Endpoints:
+    """The configured or recorded services, for the product's commands.
 
-    Unlike ``up`` it starts nothing: a read must not leave a broker running behind it.
+    Unlike ``up`` it starts nothing: a command must not leave a broker running behind it.
+    A service outside ``needs`` that is neither configured nor running has the address
+    ``""`` (reads need only Redis, so they work while Kafka is down or absent).
 
     Raises:
-        InfrastructureError: when a service is neither configured nor running.
+        InfrastructureError: when a needed service is neither configured nor running.
     """
     recorded = load_services(config.services_file)
     addresses: dict[str, str] = {}
@@ -126,6 +128,8 @@ def running(config: InfraConfig) -> Endpoints:
             addresses[name] = configured
         elif old and _running(old):
             addresses[name] = old.address
+        elif name not in needs:
+            addresses[name] = ""
         else:
             variable = "CM_KAFKA_BOOTSTRAP" if name == "kafka" else "CM_REDIS_URL"
             raise InfrastructureError(

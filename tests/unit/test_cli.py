@@ -43,10 +43,20 @@ def test_tail_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.parametrize(
-    "argv", [["query", "c"], ["tail", "c"], ["status"], ["replicas"], ["replica", "remove", "r1"]]
+    ("argv", "missing"),
+    [
+        (["query", "c"], "redis"),
+        (["tail", "c"], "redis"),
+        (["replicas"], "redis"),
+        (["collections", "list"], "redis"),
+        (["replica", "remove", "r1"], "kafka"),
+        (["consume"], "kafka"),
+        (["controller", "run"], "kafka"),
+    ],
 )
-def test_reading_commands_start_nothing(
+def test_product_commands_start_nothing(
     argv: list[str],
+    missing: str,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -56,7 +66,9 @@ def test_reading_commands_start_nothing(
     monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: no kafka to use: start one with `collection-manager infra up`")
+    assert err.startswith(
+        f"error: no {missing} to use: start one with `collection-manager infra up`"
+    )
     assert list(tmp_path.iterdir()) == []  # no services file: nothing was started
 
 
