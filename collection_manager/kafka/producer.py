@@ -22,6 +22,8 @@ from collection_manager.core.shutdown import Cancelled
 from collection_manager.kafka.errors import ProducerError, ProducerQueueFullError
 
 logger = logging.getLogger(__name__)
+# The logger that receives librdkafka's own log lines (every client of this project).
+LIBRDKAFKA_LOGGER = logging.getLogger("librdkafka")
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
 OptionValue = str | int | float | bool
@@ -179,6 +181,8 @@ class KafkaProducer:
         if self._producer is None:
             options: dict[str, Any] = dict(self.config.to_librdkafka())
             options["error_cb"] = self._on_error
+            # librdkafka's own log lines go through Python logging, never raw to stderr.
+            options["logger"] = LIBRDKAFKA_LOGGER
             logger.info("creating producer %s", self.config.redacted())
             try:
                 self._producer = self._factory(options)
