@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
+from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.errors import ConsumerError
@@ -77,9 +78,30 @@ def watch(
                 last_batch = progress.get("batchId")
                 record_progress(redis_url, progress)
     finally:
-        query.stop()
+        stop_between_batches(query)
     if query.exception() is not None:
         raise ConsumerError(f"the consumer's streaming query failed: {query.exception()}")
+
+
+def stop_between_batches(query: Any, patience_s: float = 30.0) -> None:
+    """Stops the query, between two micro-batches when one ends within ``patience_s``.
+
+    ``query.stop()`` interrupts a running batch, and py4j then logs the interrupted
+    ``foreachBatch`` call as an ERROR with a traceback, although nothing is wrong: what was
+    applied is recorded, and the next start replays the rest. Waiting for the running batch
+    to end avoids the interruption; when a batch runs too long, the interruption is expected,
+    and py4j's error line about it is left out.
+    """
+    deadline = time.monotonic() + patience_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    py4j = logging.getLogger("py4j.clientserver")
+    level = py4j.level
+    py4j.setLevel(logging.CRITICAL)
+    try:
+        query.stop()
+    finally:
+        py4j.setLevel(level)
 
 
 def run_consumer(
@@ -90,13 +112,22 @@ def run_consumer(
     duration_s: float | None = None,
 ) -> None:
     """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``)."""
+    stop = threading.Event()
+    stop_on_signals(stop)
     store = RedisStore.connect(endpoints.redis_url)
     ensure_introspection_collections(store)
+    partitions = config.topic_partitions if config.create_topic else 0
+    deadline = threading.Timer(duration_s or 0, stop.set)
+    if duration_s is not None:
+        deadline.start()
+    try:
+        if not await_topic(endpoints.kafka_bootstrap, config.topic, stop, partitions):
+            return
+    finally:
+        deadline.cancel()
     timer = RetractionTimer(store, config.expiration_offset_ms)
     timer.start()
     spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
-    stop = threading.Event()
-    stop_on_signals(stop)
     config = config.with_checkpoint(infra_config)
     query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
     logger.info(

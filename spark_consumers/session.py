@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
 from collection_manager.config.machine import require_jars, require_java
@@ -97,7 +98,14 @@ def build_spark_session(
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
-    session = (
+    with _jvm_working_dir(infra.state_dir / "spark-driver"):
+        session = _create(builder, spark, app_name, jars)
+    session.sparkContext.setLogLevel(spark.spark_log_level)
+    return session
+
+
+def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> SparkSession:
+    session: SparkSession = (
         builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
@@ -109,5 +117,22 @@ def build_spark_session(
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel(spark.spark_log_level)
     return session
+
+
+@contextlib.contextmanager
+def _jvm_working_dir(path: Path) -> Iterator[None]:
+    """Starts the driver's JVM (and so its local Python workers) in ``path``.
+
+    Spark writes an ``artifacts/`` folder into its working directory, and local Python
+    workers start there too: a user's directory would get a stray folder, and a folder
+    in it named like one of our packages would shadow the installed one on the workers.
+    The JVM keeps the directory it was started in; this process changes back at once.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)

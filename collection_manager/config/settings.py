@@ -149,6 +149,14 @@ class ConsumerConfig:
             "(demo-<topic> for the demo)."
         },
     )
+    create_topic: bool = setting(
+        False,
+        "Create the request topic when it is missing (else `consume` waits for it); with "
+        "CM_TOPIC_PARTITIONS partitions.",
+    )
+    topic_partitions: int = setting(
+        4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
+    )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
     max_offsets_per_trigger: int = setting(
         0, "Back-pressure: at most this many requests per micro-batch; 0 means no limit."
@@ -177,7 +185,11 @@ class ConsumerConfig:
         process never share a checkpoint, and a checkpoint never meets another topic.
         """
         if self.checkpoint_dir is not None:
-            return self
+            if "://" in self.checkpoint_dir:
+                return self
+            # Absolute: the Spark driver's JVM runs in a directory of its own.
+            absolute = str(Path(self.checkpoint_dir).expanduser().absolute())
+            return dataclasses.replace(self, checkpoint_dir=absolute)
         path = infra.state_dir / "checkpoints" / f"{query}-{self.topic}"
         return dataclasses.replace(self, checkpoint_dir=str(path))
 

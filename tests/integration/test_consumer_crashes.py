@@ -9,11 +9,8 @@ with the requests in the order Kafka holds them.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +28,7 @@ from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request, encode_request
 from schemas.introspection import introspection_spec
+from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.support import assert_eventually
 
 KILLS = 5
@@ -96,37 +94,6 @@ def _in_kafka_order(kafka: str, topic: str) -> list[Request]:
     return requests
 
 
-def _consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict[str, str]:
-    """The environment of a ``collection-manager consume`` process for this test."""
-    return dict(
-        os.environ,
-        CM_KAFKA_BOOTSTRAP=kafka,
-        CM_REDIS_URL=redis_url,
-        CM_TOPIC=topic,
-        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
-        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
-        CM_TRIGGER_INTERVAL_MS="200",
-        CM_SPARK_MASTER="local[2]",
-    )
-
-
-def _start_consumer(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "collection_manager.cli.main", "consume"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    # The whole group: the Spark JVM and its Python workers die with the driver.
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(30)
-
-
 def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     kafka: str,
     endpoints: Any,
@@ -135,7 +102,7 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     tmp_path: Path,
     specs: list[CollectionSpec],
 ) -> None:
-    env = _consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
+    env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     store, stop, rng = RedisStore(redis), threading.Event(), random.Random(7)
     producers = [
         threading.Thread(target=_produce, args=(kafka, topic, specs, p, stop)) for p in range(3)
@@ -150,14 +117,14 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
         assert total > applied[0]
         applied[0] = total
 
-    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    consumer = start_consumer(env, tmp_path / "consumer.log")
     try:
         for _ in range(KILLS):
             # Kill once it is applying: some batches done, more in flight.
             assert_eventually(applying, timeout=120)
             threading.Event().wait(rng.uniform(0.5, 4.0))
-            _kill(consumer)
-            consumer = _start_consumer(env, tmp_path / "consumer.log")
+            kill(consumer)
+            consumer = start_consumer(env, tmp_path / "consumer.log")
         stop.set()
         for thread in producers:
             thread.join(60)
@@ -177,7 +144,7 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     finally:
         stop.set()
         if consumer.poll() is None:
-            _kill(consumer)
+            kill(consumer)
 
 
 def test_sigterm_stops_cleanly_and_progress_is_recorded(
@@ -188,12 +155,12 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
     tmp_path: Path,
     specs: list[CollectionSpec],
 ) -> None:
-    env = _consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
+    env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     stop = threading.Event()
     producer = threading.Thread(target=_produce, args=(kafka, topic, specs, 0, stop))
     producer.start()
     redis.hdel("cm:consumer", "progress")
-    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    consumer = start_consumer(env, tmp_path / "consumer.log")
     try:
 
         def progressing() -> None:
@@ -209,4 +176,4 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
         stop.set()
         producer.join(60)
         if consumer.poll() is None:
-            _kill(consumer)
+            kill(consumer)

@@ -1,0 +1,80 @@
+"""Topics the consumer needs: wait until one exists, or create it when told to."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
+
+logger = logging.getLogger(__name__)
+
+_REQUEST_TIMEOUT_S = 5.0
+_BACKOFF_CAP_S = 10.0
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    """An admin client whose librdkafka log lines go through Python logging."""
+    options: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "logger": LIBRDKAFKA_LOGGER,
+        "socket.timeout.ms": int(_REQUEST_TIMEOUT_S * 1000),
+    }
+    return AdminClient(options)
+
+
+def topic_exists(admin: AdminClient, topic: str) -> bool:
+    """Whether the broker knows ``topic`` (raises ``KafkaException`` when it does not answer)."""
+    # All topics: asking for one by name makes a broker with auto-creation create it.
+    metadata = admin.list_topics(timeout=_REQUEST_TIMEOUT_S)
+    found = metadata.topics.get(topic)
+    return found is not None and found.error is None
+
+
+def create_topic(admin: AdminClient, topic: str, partitions: int) -> None:
+    """Creates ``topic``; one that exists already (another process was first) is fine."""
+    future = admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic]
+    try:
+        future.result(timeout=_REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise
+    logger.info("created topic %s with %d partitions", topic, partitions)
+
+
+def await_topic(
+    bootstrap: str, topic: str, stop: threading.Event, create_partitions: int = 0
+) -> bool:
+    """Returns once ``topic`` exists, or False when ``stop`` is set first.
+
+    With ``create_partitions`` > 0 a missing topic is created. The wait is logged once when
+    it begins and once when it ends; an unreachable broker is waited for the same way, with
+    capped exponential backoff.
+    """
+    admin = admin_client(bootstrap)
+    delay, waiting_since = 0.5, None
+    while not stop.is_set():
+        try:
+            if topic_exists(admin, topic):
+                if waiting_since is not None:
+                    logger.warning(
+                        "topic %s is there after %.1f s", topic, time.monotonic() - waiting_since
+                    )
+                return True
+            if create_partitions > 0:
+                create_topic(admin, topic, create_partitions)
+                continue
+            cause = "it does not exist yet (create it, or set CM_CREATE_TOPIC=true)"
+        except KafkaException as exc:
+            cause = f"Kafka at {bootstrap} does not answer ({exc})"
+        if waiting_since is None:
+            waiting_since = time.monotonic()
+            logger.warning("waiting for topic %s: %s", topic, cause)
+        stop.wait(delay)
+        delay = min(delay * 2, _BACKOFF_CAP_S)
+    return False

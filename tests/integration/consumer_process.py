@@ -1,0 +1,45 @@
+"""A ``collection-manager consume`` process for a test: its environment, start and kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+def consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of a ``collection-manager consume`` process for this test."""
+    return dict(
+        os.environ,
+        CM_KAFKA_BOOTSTRAP=kafka,
+        CM_REDIS_URL=redis_url,
+        CM_TOPIC=topic,
+        CM_DEAD_LETTER_TOPIC=f"{topic}-dead",
+        CM_CHECKPOINT_DIR=str(tmp_path / "checkpoint"),
+        CM_TRIGGER_INTERVAL_MS="200",
+        CM_SPARK_MASTER="local[2]",
+    )
+
+
+def start_consumer(
+    env: dict[str, str], log: Path, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Starts ``consume`` in its own process group, its output appended to ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "collection_manager.cli.main", "consume"],
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILLs the consumer's process group and reaps it."""
+    # The whole group: the Spark JVM and its Python workers die with the driver.
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)

@@ -1,0 +1,75 @@
+"""``consume`` as an operator starts it: before its topic exists, in a directory of theirs."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collection_manager.core.requests import Append
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.store import RedisStore
+from schemas.codec import encode_request
+from schemas.introspection import introspection_spec
+from tests.integration.consumer_process import consumer_env, kill, start_consumer
+from tests.support import assert_eventually
+
+
+@pytest.fixture
+def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
+    made = dataclasses.replace(introspection_spec("error_counts"), name=f"ec-{unique}")
+    store = RedisStore(redis)
+    store.create_collection(made)
+    yield made
+    store.drop_collection(made.name)
+
+
+def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
+    kafka: str,
+    endpoints: Any,
+    redis: redis_lib.Redis,
+    unique: str,
+    spec: CollectionSpec,
+    tmp_path: Path,
+) -> None:
+    topic, workdir, log = f"late-{unique}", tmp_path / "operator", tmp_path / "consumer.log"
+    workdir.mkdir()
+    consumer = start_consumer(
+        consumer_env(kafka, endpoints.redis_url, topic, tmp_path), log, workdir
+    )
+    admin = AdminClient({"bootstrap.servers": kafka})
+    try:
+
+        def waiting() -> None:
+            assert consumer.poll() is None, log.read_text()[-3000:]
+            assert f"waiting for topic {topic}: it does not exist yet" in log.read_text()
+
+        assert_eventually(waiting, timeout=60)
+        admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
+        producer = KafkaProducer(ProducerConfig(kafka))
+        row = ("r1", "e1", 3)
+        append = Append(spec.name, "r1", 1, ((row, 1),), produced_at=0)
+        producer.produce(topic, spec.name.encode(), encode_request(append))
+        producer.close()
+        store = RedisStore(redis)
+
+        def applied() -> None:
+            assert consumer.poll() is None, log.read_text()[-3000:]
+            assert store.snapshot(spec.name).rows == {row: 1}
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+        consumer.send_signal(signal.SIGTERM)
+        assert consumer.wait(60) == 0, log.read_text()[-3000:]
+    finally:
+        if consumer.poll() is None:
+            kill(consumer)
+        admin.delete_topics([topic])
+    assert list(workdir.iterdir()) == []
+    assert "Traceback" not in log.read_text()
