@@ -7,10 +7,17 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import redis
+from confluent_kafka import KafkaException
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
 from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
+from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
@@ -19,6 +26,18 @@ from spark_consumers.job import start_consumer
 from spark_consumers.metrics import record_progress
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
+from spark_consumers.supervision import Outage, until_done
+
+# What the consumer waits out instead of ending: services that do not answer or fail a call,
+# and a streaming query that stopped with an error (it is started again from its checkpoint).
+TRANSIENT_FAULTS: tuple[type[BaseException], ...] = (
+    redis.RedisError,
+    KafkaException,
+    InfrastructureError,
+    ConsumerError,
+    PySparkException,
+    Py4JError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +74,7 @@ def watch(
     duration_s: float | None = None,
     redis_url: str = "",
     timer: RetractionTimer | None = None,
+    on_progress: Callable[[], None] | None = None,
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
@@ -77,6 +97,8 @@ def watch(
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
                 record_progress(redis_url, progress)
+                if on_progress is not None:
+                    on_progress()
     finally:
         stop_between_batches(query)
     if query.exception() is not None:
@@ -111,29 +133,50 @@ def run_consumer(
     endpoints: Any,
     duration_s: float | None = None,
 ) -> None:
-    """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``)."""
+    """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``), through any outage.
+
+    A fault of Redis, Kafka or the streaming query never ends it: it waits with backoff and
+    starts again from its checkpoint; the watermarks make the replay apply nothing twice.
+    """
     stop = threading.Event()
     stop_on_signals(stop)
-    store = RedisStore.connect(endpoints.redis_url)
-    ensure_introspection_collections(store)
-    partitions = config.topic_partitions if config.create_topic else 0
     deadline = threading.Timer(duration_s or 0, stop.set)
     if duration_s is not None:
         deadline.start()
+    outage = Outage(endpoints.redis_url)
     try:
-        if not await_topic(endpoints.kafka_bootstrap, config.topic, stop, partitions):
+        store = until_done(
+            lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
+        )
+        partitions = config.topic_partitions if config.create_topic else 0
+        if store is None or not await_topic(
+            endpoints.kafka_bootstrap, config.topic, stop, partitions
+        ):
             return
+        timer = RetractionTimer(store, config.expiration_offset_ms)
+        if until_done(timer.start, outage, stop, TRANSIENT_FAULTS) is None and stop.is_set():
+            return
+        spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
+        config = config.with_checkpoint(infra_config)
+        while not stop.is_set():
+            try:
+                query = start_consumer(
+                    spark, config, endpoints.kafka_bootstrap, endpoints.redis_url
+                )
+                logger.info(
+                    "consuming %s from %s into %s",
+                    config.topic,
+                    endpoints.kafka_bootstrap,
+                    redact_url(endpoints.redis_url),
+                )
+                watch(query, stop, None, endpoints.redis_url, timer, outage.recovered)
+            except TRANSIENT_FAULTS as exc:
+                stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
     finally:
         deadline.cancel()
-    timer = RetractionTimer(store, config.expiration_offset_ms)
-    timer.start()
-    spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
-    config = config.with_checkpoint(infra_config)
-    query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
-    logger.info(
-        "consuming %s from %s into %s",
-        config.topic,
-        endpoints.kafka_bootstrap,
-        redact_url(endpoints.redis_url),
-    )
-    watch(query, stop, duration_s, endpoints.redis_url, timer)
+
+
+def _prepared_store(redis_url: str) -> RedisStore:
+    store = RedisStore.connect(redis_url)
+    ensure_introspection_collections(store)
+    return store

@@ -1,0 +1,116 @@
+"""Faults are weather: the consumer waits out an outage of Redis or Kafka and resumes.
+
+An *outage* lasts from the first failure to the next success. It is logged once when it
+begins (with its cause) and once when it ends (with how long it lasted and how many retries
+it took), and kept in Redis for ``status`` whenever Redis answers. Between retries the
+consumer waits with capped exponential backoff and full jitter, so many consumers that
+lost one service do not all come back at the same instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+
+from collection_manager.config import redact_url
+from collection_manager.storage.keys import CONSUMER
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FIRST_DELAY_S = 0.5
+MAX_DELAY_S = 30.0
+
+
+def backoff_s(retries: int, rng: random.Random) -> float:
+    """The wait before retry number ``retries`` (1, 2, ...): capped, exponential, jittered."""
+    ceiling = min(MAX_DELAY_S, FIRST_DELAY_S * 2 ** min(retries - 1, 16))
+    return rng.uniform(ceiling / 2, ceiling)
+
+
+class Outage:
+    """The state of the consumer's services, as the consumer met them.
+
+    Args:
+        redis_url: where to keep the state for ``status`` (best effort: Redis may be the
+            service that is down).
+        clock: wall-clock milliseconds, for ``since`` in ``status``.
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._redis_url = redis_url
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self.retries = 0
+        self.since: float | None = None
+        self.cause = ""
+
+    @property
+    def ongoing(self) -> bool:
+        """Whether the last attempt failed."""
+        return self.since is not None
+
+    def failed(self, cause: str) -> float:
+        """Records a failure; returns how long to wait before the next attempt."""
+        cause = " ".join(redact_url(word) for word in cause.split())[:500]
+        self.retries += 1
+        if self.since is None:
+            self.since = self._clock()
+            logger.warning("outage: %s; retrying until it ends", cause)
+        self.cause = cause
+        self._record("retrying")
+        return backoff_s(self.retries, self._rng)
+
+    def recovered(self) -> None:
+        """Records a success: ends the outage, if one is going on."""
+        if self.since is not None:
+            lasted = self._clock() - self.since
+            logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
+            self.since, self.retries, self.cause = None, 0, ""
+            self._record("running")
+
+    def _record(self, state: str) -> None:
+        fields: dict[str, Any] = {
+            "state": state,
+            "retries": self.retries,
+            "since_ms": int((self.since or self._clock()) * 1000),
+            "cause": self.cause,
+        }
+        client = redis.Redis.from_url(self._redis_url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            client.hset(CONSUMER, "health", json.dumps(fields))
+        except redis.RedisError:
+            pass  # Redis is down too: the log line is the record.
+        finally:
+            client.close()
+
+
+def until_done(
+    attempt: Callable[[], T],
+    outage: Outage,
+    stop: threading.Event,
+    faults: tuple[type[BaseException], ...],
+) -> T | None:
+    """``attempt()`` once it succeeds, retrying through ``faults``; None when stopped first."""
+    while not stop.is_set():
+        try:
+            result = attempt()
+        except faults as exc:
+            stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
+            continue
+        outage.recovered()
+        return result
+    return None
