@@ -17,8 +17,8 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.keys import CONSUMER
-from spark_consumers.applier import COUNTERS
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ class BatchMetrics:
             dead += int(values["dead_letters"])
             control += int(values["control"])
             if values["collection"]:
-                totals = collections.setdefault(values["collection"], dict.fromkeys(COUNTERS, 0))
-                for counter in COUNTERS:
+                totals = collections.setdefault(
+                    values["collection"], dict.fromkeys(APPLY_COUNTERS, 0)
+                )
+                for counter in APPLY_COUNTERS:
                     totals[counter] += int(values[counter])
         return cls(batch_id, collections, dead, control, offsets)
 

@@ -54,7 +54,7 @@ class CollectionKeys:
 
     @property
     def stats(self) -> str:
-        """Hash of counters: requests, updates, retractions, fused appends, ..."""
+        """Hash of counters: one field per name in ``counters.COUNTERS``."""
         return f"{self._base}:stats"
 
     @property
