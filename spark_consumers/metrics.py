@@ -1,7 +1,7 @@
 """Per-batch metrics of the consumer: aggregated on the driver, logged, kept in Redis.
 
 Per-collection totals already accumulate in each collection's stats hash (written by the
-apply script in the same step as the data); this adds what only the consumer knows: the
+library's ``cm_apply`` in the same step as the data); this adds what only the consumer knows: the
 batch, its dead letters and control requests, and the last offset per partition.
 """
 
