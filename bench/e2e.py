@@ -20,8 +20,8 @@ A watcher thread asks Redis every 10 ms, in one pipeline of ``HEXISTS``, whether
 pending probe's canonical row is in its collection's contents hash; the first reply that
 shows it gives the visible time (late by at most one poll). p50/p99 over all probes.
 
-Throughput: the watcher samples the collections' ``requests`` counters, which the apply
-script bumps in the same atomic step as the data. Applied is the rate over the steady
+Throughput: the watcher samples the collections' ``requests`` counters, which ``cm_apply``
+bumps in the same atomic step as the data. Applied is the rate over the steady
 part of the load (after its first fifth, until the last send); lag is what was sent but
 not applied at the last send; drain is the time from the last send until every request
 was applied (about one trigger or poll when the consumer keeps up). Busy is the share of

@@ -3,7 +3,7 @@
 Each request carries 1,000 updates: 750 insert fresh rows and 250 retract rows the previous
 request inserted, so half of all updates cancel within a group. The store
 merges a group's appends, consolidates them (cancelled pairs are never written) and
-applies the rest, with index, change log and watermark, in atomic script calls.
+applies the rest, with index, change log and watermark, in atomic function calls.
 
 Baselines, measured in the same run on the same updates: one HINCRBY round trip per
 update (naive), and one HINCRBY per update pipelined (no atomicity, index or log).

@@ -18,6 +18,7 @@ import redis
 
 from collection_manager.config import ConsumerConfig
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
 from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
@@ -28,21 +29,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-COUNTERS = (
-    "requests",
-    "steps",
-    "updates",
-    "retractions",
-    "fused_appends",
-    "invalid_retractions",
-    "fenced_invalid_retractions",
-    "replays_skipped",
-)
 SUMMARY_SCHEMA = ", ".join(
     [
         "partition int",
         "collection string",
-        *(f"{c} long" for c in COUNTERS),
+        *(f"{c} long" for c in APPLY_COUNTERS),
         "dead_letters long",
         "control long",
         "last_offset long",
@@ -200,6 +191,6 @@ def _summary(
     control: int = 0,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"partition": partition, "collection": collection}
-    row.update({c: counts.get(c, 0) for c in COUNTERS})
+    row.update({c: counts.get(c, 0) for c in APPLY_COUNTERS})
     row.update(dead_letters=dead_letters, control=control, last_offset=last_offset)
     return row

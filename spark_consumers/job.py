@@ -3,7 +3,7 @@
 Each Kafka partition is one Spark input partition read in offset order. ``mapInPandas``
 keeps that partitioning (no shuffle), so the applier on the executors sees every
 partition's requests in order, applies them through the store's atomic, idempotent
-script, and returns one small summary row per collection; ``foreachBatch`` only collects
+Redis function, and returns one small summary row per collection; ``foreachBatch`` only collects
 those summaries (which runs the apply) and records metrics on the driver.
 """
 

@@ -1,7 +1,7 @@
 """Per-batch metrics of the consumer: aggregated on the driver, logged, kept in Redis.
 
 Per-collection totals already accumulate in each collection's stats hash (written by the
-apply script in the same step as the data); this adds what only the consumer knows: the
+library's ``cm_apply`` in the same step as the data); this adds what only the consumer knows: the
 batch, its dead letters and control requests, and the last offset per partition.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.keys import CONSUMER
-from spark_consumers.applier import COUNTERS
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ class BatchMetrics:
             dead += int(values["dead_letters"])
             control += int(values["control"])
             if values["collection"]:
-                totals = collections.setdefault(values["collection"], dict.fromkeys(COUNTERS, 0))
-                for counter in COUNTERS:
+                totals = collections.setdefault(
+                    values["collection"], dict.fromkeys(APPLY_COUNTERS, 0)
+                )
+                for counter in APPLY_COUNTERS:
                     totals[counter] += int(values[counter])
         return cls(batch_id, collections, dead, control, offsets)
 

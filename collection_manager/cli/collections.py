@@ -23,7 +23,6 @@ from collection_manager.cli.output import (
     show,
 )
 from collection_manager.cli.status import (
-    COUNTERS,
     CollectionInfo,
     collection_info,
     counter_headers,
@@ -34,6 +33,7 @@ from collection_manager.config import InfraConfig, from_env
 from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.specs import CollectionSpec, Row, Value
+from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot
 from schemas.introspection import introspection_spec, introspection_specs
 
@@ -245,7 +245,7 @@ def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
     counters = TableView(
         title=f"{spec.name}: applied so far",
         columns=counter_headers(),
-        rows=[tuple(info.counters[c] for c in COUNTERS)],
+        rows=[tuple(info.counters[c] for c in SHOWN_COUNTERS)],
         empty="",
     )
     return columns, counters
@@ -265,7 +265,7 @@ def _register_admin(commands: Any, spec: CollectionSpec) -> None:
         metavar="COLUMN",
         help="create: a string or long column to index (repeatable)",
     )
-    example = CollectionInfo(spec, 2, 42, dict.fromkeys(COUNTERS, 0) | {"requests": 3})
+    example = CollectionInfo(spec, 2, 42, dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3})
     add_format_option(
         admin,
         {

@@ -16,21 +16,13 @@ from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
 
 logger = logging.getLogger(__name__)
 
-# The apply counters of a collection (its stats hash), in the order tables show them.
-COUNTERS = (
-    "requests",
-    "updates",
-    "retractions",
-    "fused_appends",
-    "invalid_retractions",
-    "fenced_invalid_retractions",
-)
 _TOTALS = ("batches", "dead_letters", "control_requests")
 
 
@@ -48,12 +40,14 @@ def collection_info(store: RedisStore, name: str) -> CollectionInfo:
     """Reads ``name``'s size, time and counters (every counter present, 0 when never set)."""
     rows, time = store.size(name)
     stats = store.stats(name)
-    return CollectionInfo(store.spec(name), rows, time, {c: stats.get(c, 0) for c in COUNTERS})
+    return CollectionInfo(
+        store.spec(name), rows, time, {c: stats.get(c, 0) for c in SHOWN_COUNTERS}
+    )
 
 
 def counter_headers() -> list[str]:
     """The counters as table headers."""
-    return [name.replace("_", " ") for name in COUNTERS]
+    return [name.replace("_", " ") for name in SHOWN_COUNTERS]
 
 
 def _json_object(text: str | None) -> dict[str, Any]:
@@ -163,7 +157,10 @@ def status_tables(
         TableView(
             plural(len(infos), "collection"),
             ["collection", "rows", "time", *counter_headers()],
-            [(i.spec.name, i.rows, i.time, *(i.counters[c] for c in COUNTERS)) for i in infos],
+            [
+                (i.spec.name, i.rows, i.time, *(i.counters[c] for c in SHOWN_COUNTERS))
+                for i in infos
+            ],
             f"no collections yet; {CREATE_HINT}",
         )
     )
@@ -190,7 +187,7 @@ EXAMPLE_CONSUMER = consumer_summary(
 def register(commands: Any) -> None:
     """Adds ``status``."""
     parser = commands.add_parser("status", help="consumer progress, lag and collection counters")
-    counters = dict.fromkeys(COUNTERS, 0) | {"requests": 3, "updates": 4}
+    counters = dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3, "updates": 4}
     info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
     add_format_option(parser, {"status": status_json(EXAMPLE_CONSUMER, [info])})
     parser.set_defaults(run=run)

@@ -1,5 +1,7 @@
--- Deletion and read filters, shared by apply.lua and read.lua (prepended to each).
-local null = cjson.null
+-- Part 1 of the library (see library.py): filters, shared by cm_apply's deletes and cm_read.
+-- Pure functions of their arguments; defines matches(filter, row) and
+-- candidates(contents, index_prefix, index_keys).
+-- cjson exists while a function runs, not while the library loads: looked up at call time.
 
 local matches
 local function all_match(terms, row, from)
@@ -19,7 +21,7 @@ matches = function(f, row)
   if op == 'and' then return all_match(f, row, 2) end
   if op == 'or' then return any_match(f, row, 2) end
   if op == 'not' then return not matches(f[2], row) end
-  local v = row[f[2] + 1]
+  local v, null = row[f[2] + 1], cjson.null
   if op == 'is_null' then return v == null end
   if v == null then return false end
   local lit = f[3]
@@ -37,8 +39,8 @@ matches = function(f, row)
   error('unknown filter op ' .. tostring(op))  -- filters are validated before they get here
 end
 
-
 -- The rows a filter must be checked on: those of the given index sets, or all of them.
+-- The index sets' keys are derived from index_prefix, not declared: fine on one node.
 local function candidates(contents, index_prefix, index_keys)
   if index_keys == nil then return redis.call('HKEYS', contents) end
   local rows, seen = {}, {}

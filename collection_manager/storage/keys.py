@@ -1,7 +1,7 @@
 """Redis key layout of a storage collection.
 
 Every key of collection ``c`` carries the hash tag ``{c}`` so that, on a Redis Cluster,
-all of them live in one slot and a request applies atomically in one script call.
+all of them live in one slot and a request applies atomically in one function call.
 """
 
 from __future__ import annotations
@@ -11,6 +11,28 @@ import dataclasses
 CATALOG = "cm:catalog"
 # Hash of the consumer's own metrics: batches, dead letters, last batch, progress and lag.
 CONSUMER = "cm:consumer"
+
+# The keys a collection function of the library is given, in order (its keys[1], keys[2],
+# ...): names of ``CollectionKeys`` properties; collection.lua gets them generated.
+FUNCTION_KEYS = (
+    "contents",
+    "log",
+    "time",
+    "fences",
+    "applied",
+    "stats",
+    "validity",
+    "schedule",
+    "expiration",
+)
+# The fields of a change-log entry: JSON arrays of its rows and of their diffs.
+LOG_ROWS_FIELD = "r"
+LOG_DIFFS_FIELD = "d"
+
+
+def watermark_field(topic: str, partition: int) -> str:
+    """The field of a collection's ``applied`` hash that holds ``(topic, partition)``'s."""
+    return f"{topic}:{partition}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +76,7 @@ class CollectionKeys:
 
     @property
     def stats(self) -> str:
-        """Hash of counters: requests, updates, retractions, fused appends, ..."""
+        """Hash of counters: one field per name in ``counters.COUNTERS``."""
         return f"{self._base}:stats"
 
     @property
@@ -81,16 +103,6 @@ class CollectionKeys:
         """The set of rows whose ``column`` holds ``value``."""
         return f"{self.index_prefix}{column}:{value}"
 
-    def script_keys(self) -> list[str]:
-        """The declared keys of the apply script, in its order."""
-        return [
-            self.contents,
-            self.log,
-            self.time,
-            self.fences,
-            self.applied,
-            self.stats,
-            self.validity,
-            self.schedule,
-            self.expiration,
-        ]
+    def function_keys(self) -> list[str]:
+        """The keys a collection function is given, in ``FUNCTION_KEYS`` order."""
+        return [getattr(self, name) for name in FUNCTION_KEYS]

@@ -1,4 +1,4 @@
-"""Filters in the form the store's Lua scripts evaluate (see filter.lua).
+"""Filters in the form the store's Lua library evaluates (see filter.lua).
 
 The tree becomes nested lists with column *positions* instead of names, e.g.
 ``and_(eq("replica_id", "r1"), gt("worker_id", 3))`` -> ``["and", ["eq", 0, "r1"],

@@ -1,8 +1,8 @@
-"""What the apply script is given: planned operations of one collection.
+"""What ``cm_apply`` of the store's library is given: planned operations of one collection.
 
 An operation is one step of the collection's order: merged appends, a delete, or a fence
 (from a ``ReplicaRemoved``). It carries the first and last Kafka offset it covers so the
-script can skip what a previous run already applied.
+function can skip what a previous run already applied.
 """
 
 from __future__ import annotations
@@ -56,13 +56,13 @@ class FenceOp:
 Op = AppendOp | DeleteOp | FenceOp
 
 
-# The script's arguments: index prefix, log length, payload, its own; then rows (Lua counts
-# from 1).
+# A collection function's arguments: index prefix, log length, payload, its own; then rows
+# (Lua counts from 1).
 FIRST_ROWS_ARGUMENT = 5
 
 
 def indexed_positions(spec: CollectionSpec) -> list[tuple[str, int]]:
-    """``(name, position)`` of each indexed column, as the script derives index keys."""
+    """``(name, position)`` of each indexed column, as the library derives index keys."""
     names = spec.column_names
     return [(name, names.index(name)) for name in spec.indexed_columns]
 
@@ -73,13 +73,13 @@ def double_positions(spec: CollectionSpec) -> frozenset[int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ScriptCall:
-    """The arguments of one apply-script call.
+class FunctionCall:
+    """The arguments of one collection function call (``cm_apply``, ``cm_due``, ...).
 
     ``payload`` is JSON of the operations. The rows of each append part follow it as one
-    plain script argument, joined by newlines (canonical JSON never holds a raw newline),
+    plain function argument, joined by newlines (canonical JSON never holds a raw newline),
     which the part addresses by position; its diffs are in the payload. Rows nested in the
-    JSON would be escaped by Python and unescaped by the script, and one argument per row
+    JSON would be escaped by Python and unescaped by Lua, and one argument per row
     costs Python more than the rest of an update's preparation.
     """
 
@@ -117,13 +117,13 @@ def _op_json(op: Op, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]
     return out
 
 
-def script_call(ops: Sequence[Op], spec: CollectionSpec) -> ScriptCall:
-    """The arguments of one apply-script call: the operations and their rows."""
+def function_call(ops: Sequence[Op], spec: CollectionSpec) -> FunctionCall:
+    """The arguments of one ``cm_apply`` call: the operations and their rows."""
     doubles = double_positions(spec)
     rows: list[str] = []
     encoded = [_op_json(op, doubles, rows) for op in ops]
     indexed = [list(column) for column in indexed_positions(spec)]
-    return ScriptCall(json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":")), rows)
+    return FunctionCall(json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":")), rows)
 
 
 def _weight(op: Op) -> int:

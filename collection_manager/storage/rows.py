@@ -1,6 +1,6 @@
 """Canonical encoding of rows as stored in Redis: compact JSON arrays.
 
-JSON rather than Avro because the apply script (Lua, with cjson) must read rows to
+JSON rather than Avro because ``cm_apply`` (Lua, with cjson) must read rows to
 evaluate deletion filters and derive index keys inside the same atomic step. The encoding
 is canonical: one row has one encoding, so it can be the hash field that counts it.
 """
@@ -46,7 +46,7 @@ def decode_row(encoded: str | bytes) -> Row:
 
 
 def index_value(value: object) -> str | None:
-    """How an indexed column's value appears in its index key (as the Lua script writes it)."""
+    """How an indexed column's value appears in its index key (as the Lua library writes it)."""
     if value is None:
         return None
     if isinstance(value, bool):

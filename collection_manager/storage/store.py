@@ -20,11 +20,17 @@ from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.errors import StorageError
-from collection_manager.storage.keys import CATALOG, CollectionKeys
-from collection_manager.storage.ops import Op, ScriptCall, chunk_ops, script_call
+from collection_manager.storage.keys import (
+    CATALOG,
+    LOG_DIFFS_FIELD,
+    LOG_ROWS_FIELD,
+    CollectionKeys,
+    watermark_field,
+)
+from collection_manager.storage.library import APPLY, DUE, HORIZON, READ, call, ensure_loaded
+from collection_manager.storage.ops import FunctionCall, Op, chunk_ops, function_call
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops
 from collection_manager.storage.rows import Row, decode_row
-from collection_manager.storage.scripts import apply_script, due_script, horizon_script, read_script
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +59,8 @@ class LogEntry:
     diff: int
 
 
-def _layout_call(spec: CollectionSpec) -> ScriptCall:
-    return script_call([], spec)
+def _layout_call(spec: CollectionSpec) -> FunctionCall:
+    return function_call([], spec)
 
 
 class RedisStore:
@@ -63,9 +69,12 @@ class RedisStore:
     Args:
         client: a Redis client; responses must not be decoded (rows are compared as bytes).
         log_max_length: approximate number of change-log entries kept per collection.
-        chunk_updates: about how many updates one script call applies, so that no single
+        chunk_updates: about how many updates one function call applies, so that no single
             call blocks Redis for long; chunks split between request groups, never inside
             one (a group holds at most ``MAX_GROUP_UPDATES``).
+
+    Raises:
+        StorageError: when Redis cannot load the store's library (it needs Redis 7).
     """
 
     def __init__(
@@ -77,10 +86,7 @@ class RedisStore:
         self._client = client
         self._log_max_length = log_max_length
         self._chunk_updates = chunk_updates
-        self._apply = client.register_script(apply_script())
-        self._due = client.register_script(due_script())
-        self._horizon = client.register_script(horizon_script())
-        self._read = client.register_script(read_script())
+        ensure_loaded(client)
         self._specs: dict[str, CollectionSpec] = {}
 
     @classmethod
@@ -132,7 +138,7 @@ class RedisStore:
         """Deletes a collection with all its keys."""
         keys = CollectionKeys(collection)
         doomed = list(self._client.scan_iter(match=f"{keys.index_prefix}*", count=1000))
-        doomed += keys.script_keys()
+        doomed += keys.function_keys()
         for start in range(0, len(doomed), 1000):
             self._client.delete(*doomed[start : start + 1000])
         self._client.hdel(CATALOG, collection)
@@ -142,7 +148,9 @@ class RedisStore:
 
     def applied_offset(self, collection: str, topic: str, partition: int) -> int:
         """The highest Kafka offset of ``(topic, partition)`` applied to ``collection``, or -1."""
-        raw = self._client.hget(CollectionKeys(collection).applied, f"{topic}:{partition}")
+        raw = self._client.hget(
+            CollectionKeys(collection).applied, watermark_field(topic, partition)
+        )
         return -1 if raw is None else int(raw)
 
     def apply(
@@ -159,16 +167,17 @@ class RedisStore:
         spec = self.spec(collection)
         totals: dict[str, int] = {}
         for chunk in chunk_ops(ops, self._chunk_updates):
-            reply = self._run(self._apply, spec, script_call(chunk, spec), f"{topic}:{partition}")
+            arguments = function_call(chunk, spec)
+            reply = self._run(APPLY, spec, arguments, watermark_field(topic, partition))
             for name, value in reply.items():
                 totals[name] = totals.get(name, 0) + value
         return totals
 
-    def _run(self, script: Any, spec: CollectionSpec, call: ScriptCall, argument: object) -> Any:
+    def _run(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
         keys = CollectionKeys(spec.name)
-        args = [keys.index_prefix, self._log_max_length, call.payload, argument, *call.rows]
+        args = [keys.index_prefix, self._log_max_length, given.payload, own, *given.rows]
         try:
-            reply = script(keys=keys.script_keys(), args=args)
+            reply = call(self._client, function, keys.function_keys(), args)
         except redis.ResponseError as exc:
             raise StorageError(
                 f"writing to {spec.name} failed: {exc}", collection=spec.name
@@ -183,7 +192,7 @@ class RedisStore:
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
         spec = self.spec(collection)
-        return dict(self._run(self._due, spec, _layout_call(spec), now_ms))
+        return dict(self._run(DUE, spec, _layout_call(spec), now_ms))
 
     def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
         """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.
@@ -193,7 +202,7 @@ class RedisStore:
         """
         spec = self.spec(collection)
         argument = "" if expiration_ms is None else expiration_ms
-        return int(self._run(self._horizon, spec, _layout_call(spec), argument))
+        return int(self._run(HORIZON, spec, _layout_call(spec), argument))
 
     def scheduled(self, collection: str) -> int:
         """How many future retractions the schedule holds."""
@@ -263,8 +272,12 @@ class RedisStore:
             query["x"] = index_keys
         if residual is not None:
             query["f"] = residual
-        reply = self._read(
-            keys=[keys.contents, keys.time], args=[keys.index_prefix, json.dumps(query)]
+        reply = call(
+            self._client,
+            READ,
+            [keys.contents, keys.time],
+            [keys.index_prefix, json.dumps(query)],
+            read_only=True,
         )
         rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
         return Snapshot(rows, int(reply[0]))
@@ -274,10 +287,11 @@ class RedisStore:
         self.spec(collection)
         log = CollectionKeys(collection).log
         entries = cast(_StreamEntries, self._client.xrange(log, min=f"{since}-0", count=limit))
+        rows, diffs = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
         changes = [
             LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
             for entry_id, fields in entries
-            for row, diff in zip(json.loads(fields[b"r"]), json.loads(fields[b"d"]), strict=True)
+            for row, diff in zip(json.loads(fields[rows]), json.loads(fields[diffs]), strict=True)
         ]
         return changes if limit is None else changes[:limit]
 

@@ -12,19 +12,11 @@ from hypothesis import strategies as st
 
 from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import CollectionModel, ModelStore
+from collection_manager.testing.model import CollectionModel, ModelCounters, ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_streams
 
-COUNTERS = (
-    "requests",
-    "steps",
-    "updates",
-    "retractions",
-    "fused_appends",
-    "scheduled_retractions",
-    "invalid_retractions",
-    "fenced_invalid_retractions",
-)
+# The counters the model keeps (all but replays_skipped, which it never sees).
+MODEL_COUNTERS = tuple(f.name for f in dataclasses.fields(ModelCounters))
 
 
 def _renamed(request: Request, names: dict[str, str]) -> Request:
@@ -45,8 +37,8 @@ def _assert_agrees(store: RedisStore, name: str, model: CollectionModel) -> None
     assert snapshot.as_of == time
     assert store.fences(name) == model.fences.as_dict()
     stats = store.stats(name)
-    assert {c: stats.get(c, 0) for c in COUNTERS} == {
-        c: getattr(model.counters, c) for c in COUNTERS
+    assert {c: stats.get(c, 0) for c in MODEL_COUNTERS} == {
+        c: getattr(model.counters, c) for c in MODEL_COUNTERS
     }
     stored = [(e.time, e.row, e.diff) for e in store.tail(name)]
     assert _log(stored) == _log([(e.time, e.row, e.diff) for e in model.log])

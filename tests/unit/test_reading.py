@@ -31,7 +31,6 @@ from collection_manager.cli.output import (
 from collection_manager.cli.replicas import EXAMPLE_REPLICAS, moment, replicas_json
 from collection_manager.cli.replicas import replicas_table as replicas_view
 from collection_manager.cli.status import (
-    COUNTERS,
     EXAMPLE_CONSUMER,
     CollectionInfo,
     consumer_summary,
@@ -42,6 +41,7 @@ from collection_manager.cli.where import OPERATORS, parse_where
 from collection_manager.control.controller import ReplicaStatus
 from collection_manager.core.errors import FilterError, UnknownCollectionError
 from collection_manager.core.filters import and_, eq, ge, gt, is_null, le, lt, ne, not_, prefix
+from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.store import LogEntry, Snapshot
 from schemas.introspection import introspection_spec
 
@@ -217,7 +217,7 @@ def test_tail_json_and_table() -> None:
 
 
 def _info(name: str = "compute_frontiers") -> CollectionInfo:
-    counters = dict.fromkeys(COUNTERS, 0) | {"requests": 3}
+    counters = dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3}
     return CollectionInfo(introspection_spec(name), 2, 42, counters)
 
 
@@ -374,7 +374,7 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     assert list(status) == ["consumer", "collections"]
     assert list(status["consumer"]["lag"][0]) == ["topic", "partition", "lag"]
     assert list(status["collections"][0]) == ["name", "rows", "time", "counters"]
-    assert list(status["collections"][0]["counters"]) == list(COUNTERS)
+    assert list(status["collections"][0]["counters"]) == list(SHOWN_COUNTERS)
     replica = _examples(["replicas"], capsys)["replicas"][0]
     assert list(replica) == [
         "replica_id",

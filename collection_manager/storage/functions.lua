@@ -1,0 +1,165 @@
+-- Part 3 of the library (see library.py): the functions Python calls with FCALL, and their
+-- registration. Uses matches and candidates (filter.lua), open_collection
+-- (collection.lua) and the generated VERSION.
+--
+-- cm_apply, cm_due and cm_horizon take a collection's keys and arguments as
+-- open_collection describes; cm_read its own (see there). Redis runs a function without
+-- interleaving other commands, so each call is atomic; an error does not roll back what a
+-- call already wrote.
+
+local function is_fenced(fences, replica, epoch)
+  local dead = redis.call('HGET', fences, replica)
+  return dead and tonumber(dead) >= epoch
+end
+
+local function fence(fences, replica, epoch)
+  local dead = redis.call('HGET', fences, replica)
+  if not dead or epoch > tonumber(dead) then redis.call('HSET', fences, replica, epoch) end
+end
+
+local function delete(c, time, op)
+  local contents, add, counts = c.keys.contents, c.add, c.counts
+  for _, row in ipairs(candidates(contents, c.index_prefix, op.x)) do
+    if op.f == nil or matches(op.f, cjson.decode(row)) then
+      local multiplicity = tonumber(redis.call('HGET', contents, row))
+      if multiplicity then
+        add(time, row, -multiplicity)
+        c.validity.drop(row)
+        counts.retractions = counts.retractions + 1
+      end
+    end
+  end
+  if op.fr then fence(c.keys.fences, op.fr, op.fe) end
+end
+
+-- Appends merged between deletes: one time for all; the fuse decides per part. A part's
+-- rows are the argument args[part.a], joined by newlines, in the order of its diffs d.
+local function append(c, args, time, op)
+  local fences, add, add_validity, counts = c.keys.fences, c.add, c.validity.add, c.counts
+  for _, part in ipairs(op.p) do
+    if is_fenced(fences, part.r, part.e) then
+      counts.fused_appends = counts.fused_appends + part.n
+    else
+      local rows, from = args[part.a], 1
+      for _, diff in ipairs(part.d) do
+        local to = string.find(rows, '\n', from, true) or (#rows + 1)
+        local row = string.sub(rows, from, to - 1)
+        from = to + 1
+        add(time, row, diff)
+        if part.v then add_validity(part.v, row, diff) end
+      end
+      counts.updates = counts.updates + #part.d
+    end
+    counts.requests = counts.requests + part.n
+  end
+end
+
+-- Applies one chunk of planned operations (see storage/ops.py) to one collection. Those
+-- at or below the applied-offset watermark of their (topic, partition) are skipped, so
+-- applying a chunk again is a no-op. Own argument: the watermark field "topic:partition".
+local function cm_apply(keys, args)
+  local c = open_collection(keys, args)
+  local applied, watermark_field, ops = c.keys.applied, c.argument, c.payload.ops
+  local watermark = tonumber(redis.call('HGET', applied, watermark_field) or '-1')
+  -- Checked before any write: an error does not roll back what the call already wrote.
+  for _, op in ipairs(ops) do
+    if op.s <= watermark and op.o > watermark then
+      -- Merged requests straddle the watermark: the caller must drop applied ones first.
+      return redis.error_reply('request group straddles the applied offset ' .. watermark)
+    end
+  end
+  local counts = c.counts
+  for _, op in ipairs(ops) do
+    if op.o <= watermark then
+      counts.replays_skipped = counts.replays_skipped + 1
+    elseif op.k == 'f' then
+      fence(c.keys.fences, op.fr, op.fe)
+      watermark = op.o
+    elseif op.k == 'a' then
+      append(c, args, c.next_time(), op)
+      watermark = op.o
+    else
+      delete(c, c.next_time(), op)
+      counts.requests = counts.requests + 1
+      watermark = op.o
+    end
+  end
+  redis.call('HSET', applied, watermark_field, watermark)
+  return c.finish()
+end
+
+-- Applies the scheduled retractions due at the own argument (ms), at one new time. Each
+-- removes its ledger entry in the same step, so calling it again is a no-op.
+local function cm_due(keys, args)
+  local c = open_collection(keys, args)
+  local due = redis.call('ZRANGEBYSCORE', c.keys.schedule, '-inf', tonumber(c.argument))
+  if #due == 0 then return c.finish() end
+  local time, validity, counts = c.next_time(), c.validity, c.counts
+  for _, member in ipairs(due) do
+    local bar = string.find(member, '|', 1, true)
+    local key, row = string.sub(member, 1, bar - 1), string.sub(member, bar + 1)
+    local entry = validity.ledger(row)
+    local diff = entry[key]
+    if diff then
+      c.add(time, row, -diff)
+      entry[key] = nil
+      validity.save_ledger(row, entry)
+      counts.scheduled_retractions = counts.scheduled_retractions + 1
+    end
+    redis.call('ZREM', c.keys.schedule, member)
+  end
+  return c.finish()
+end
+
+-- Sets the expiration to the own argument (ms; empty: none) and rebuilds the schedule for
+-- it: every ledger entry before the expiration is scheduled, none at or after it. Replies
+-- with the schedule's size.
+local function cm_horizon(keys, args)
+  local k = open_collection(keys, args).keys
+  local expiration = tonumber(args[4])
+  if expiration then
+    redis.call('SET', k.expiration, expiration)
+    redis.call('ZREMRANGEBYSCORE', k.schedule, expiration, '+inf')
+  else
+    redis.call('DEL', k.expiration)
+  end
+  local rows = redis.call('HGETALL', k.validity)
+  for i = 1, #rows, 2 do
+    for key, _ in pairs(cjson.decode(rows[i + 1])) do
+      local valid_until = tonumber(key)
+      if not expiration or valid_until < expiration then
+        redis.call('ZADD', k.schedule, valid_until, key .. '|' .. rows[i])
+      end
+    end
+  end
+  return redis.call('ZCARD', k.schedule)
+end
+
+-- A filtered snapshot at one time: the rows matching a filter with their multiplicities,
+-- after the time they are consistent with (never half a request).
+-- keys: 1 contents, 2 time.  args: 1 index key prefix, 2 JSON {x = index keys?, f = filter?}
+local function cm_read(keys, args)
+  local contents, query = keys[1], cjson.decode(args[2])
+  local reply = {redis.call('GET', keys[2]) or '0'}
+  for _, row in ipairs(candidates(contents, args[1], query.x)) do
+    if query.f == nil or matches(query.f, cjson.decode(row)) then
+      local multiplicity = redis.call('HGET', contents, row)
+      if multiplicity then
+        reply[#reply + 1] = row
+        reply[#reply + 1] = multiplicity
+      end
+    end
+  end
+  return reply
+end
+
+-- The version of this library's source, so that a client can tell whether to replace it.
+local function cm_version()
+  return VERSION
+end
+
+redis.register_function('cm_apply', cm_apply)
+redis.register_function('cm_due', cm_due)
+redis.register_function('cm_horizon', cm_horizon)
+redis.register_function{function_name = 'cm_read', callback = cm_read, flags = {'no-writes'}}
+redis.register_function{function_name = 'cm_version', callback = cm_version, flags = {'no-writes'}}
