@@ -70,6 +70,8 @@ class Outage:
         if self.since is None:
             self.since = self._clock()
             logger.warning("outage: %s; retrying until it ends", cause)
+        elif cause != self.cause:
+            logger.info("outage goes on (retry %d): %s", self.retries, cause)
         self.cause = cause
         self._record("retrying")
         return backoff_s(self.retries, self._rng)

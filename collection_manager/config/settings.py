@@ -125,10 +125,11 @@ class SparkConfig:
     spark_driver_memory: str = setting("1g", "Memory of the Spark driver.")
     spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
     spark_java_options: str = setting(
-        "-XX:TieredStopAtLevel=1",
+        "-XX:TieredStopAtLevel=1 -Xss16m",
         "JVM options of the Spark driver and executors. The default compiles with C1 only: "
         "the consumer's JVM only moves bytes to Python, and C2's compiler threads compete "
-        "with it for the cores.",
+        "with it for the cores. A larger thread stack keeps Spark's stream thread from a "
+        "StackOverflowError in a regex over a long error message when a batch fails.",
     )
 
 

@@ -24,8 +24,14 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
-    """Whether ``port`` on loopback can be bound."""
+    """Whether a server could listen on ``port`` on loopback.
+
+    With SO_REUSEADDR, as Redis and Kafka bind: connections of a killed server that linger
+    in TIME_WAIT must not move its restart to another port, away from every configured
+    client.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((LOOPBACK, port))
         except OSError:

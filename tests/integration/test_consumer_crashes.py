@@ -8,7 +8,6 @@ with the requests in the order Kafka holds them.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import signal
 import threading
@@ -18,17 +17,12 @@ from typing import Any
 
 import pytest
 import redis as redis_lib
-from confluent_kafka import Consumer, TopicPartition
 
-from collection_manager.core.filters import eq, lt
-from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
-from schemas.codec import decode_request, encode_request
-from schemas.introspection import introspection_spec
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
+from tests.integration.workload import create_specs, in_kafka_order, produce_until
 from tests.support import assert_eventually
 
 KILLS = 5
@@ -37,61 +31,10 @@ KILLS = 5
 @pytest.fixture
 def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
     store = RedisStore(redis)
-    names = ("compute_frontiers", "error_counts", "replica_metrics")
-    made = [dataclasses.replace(introspection_spec(n), name=f"{n}-{unique}") for n in names]
-    for spec in made:
-        store.create_collection(spec)
+    made = create_specs(store, unique)
     yield made
     for spec in made:
         store.drop_collection(spec.name)
-
-
-def _random_request(spec: CollectionSpec, rng: random.Random, producer: int) -> Request:
-    replica = f"r{producer}"
-    if rng.random() < 0.1:
-        where = eq("replica_id", replica) if rng.random() < 0.5 else lt(spec.column_names[-1], 5)
-        return Delete(spec.name, where, "test")
-    kinds = {
-        "string": lambda: f"s{rng.randrange(4)}",
-        "long": lambda: rng.randrange(10),
-        "double": lambda: rng.randrange(10) / 4,
-    }
-    updates = tuple(
-        ((replica, *(kinds[c.type]() for c in spec.columns[1:])), rng.choice((1, 1, 2, -1)))
-        for _ in range(rng.randrange(1, 20))
-    )
-    return Append(spec.name, replica, 1, updates, produced_at=0)
-
-
-def _produce(
-    kafka: str, topic: str, specs: list[CollectionSpec], producer: int, stop: threading.Event
-) -> None:
-    rng = random.Random(producer)
-    out = KafkaProducer(ProducerConfig(kafka, client_id=f"test-{producer}", linger_ms=20))
-    while not stop.wait(0.002):
-        request = _random_request(rng.choice(specs), rng, producer)
-        out.produce(topic, request.collection.encode(), encode_request(request))  # type: ignore[union-attr]
-    assert out.close(30) == 0
-
-
-def _in_kafka_order(kafka: str, topic: str) -> list[Request]:
-    """Every request of ``topic``, partition by partition in offset order."""
-    consumer = Consumer(
-        {"bootstrap.servers": kafka, "group.id": f"{topic}-read", "enable.auto.commit": False}
-    )
-    requests: list[Request] = []
-    try:
-        for partition in range(4):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)
-            consumer.assign([TopicPartition(topic, partition, low)])
-            while low < high:
-                message = consumer.poll(5)
-                assert message is not None and message.error() is None
-                requests.append(decode_request(message.value()))
-                low = message.offset() + 1
-    finally:
-        consumer.close()
-    return requests
 
 
 def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
@@ -105,7 +48,8 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     store, stop, rng = RedisStore(redis), threading.Event(), random.Random(7)
     producers = [
-        threading.Thread(target=_produce, args=(kafka, topic, specs, p, stop)) for p in range(3)
+        threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop))
+        for p in range(3)
     ]
     for thread in producers:
         thread.start()
@@ -129,7 +73,7 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
         for thread in producers:
             thread.join(60)
         model = ModelStore(specs)
-        model.apply_all(_in_kafka_order(kafka, topic))
+        model.apply_all(in_kafka_order(kafka, topic))
 
         def caught_up() -> None:
             assert consumer.poll() is None, (tmp_path / "consumer.log").read_text()[-3000:]
@@ -157,7 +101,7 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
 ) -> None:
     env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     stop = threading.Event()
-    producer = threading.Thread(target=_produce, args=(kafka, topic, specs, 0, stop))
+    producer = threading.Thread(target=produce_until, args=(kafka, topic, specs, 0, stop))
     producer.start()
     redis.hdel("cm:consumer", "progress")
     consumer = start_consumer(env, tmp_path / "consumer.log")

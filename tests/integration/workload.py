@@ -1,0 +1,77 @@
+"""Random request traffic for consumer tests, and the requests of a topic in Kafka order."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+
+from confluent_kafka import Consumer, TopicPartition
+
+from collection_manager.core.filters import eq, lt
+from collection_manager.core.requests import Append, Delete, Request
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.store import RedisStore
+from schemas.codec import decode_request, encode_request
+from schemas.introspection import introspection_spec
+
+NAMES = ("compute_frontiers", "error_counts", "replica_metrics")
+
+
+def create_specs(store: RedisStore, unique: str) -> list[CollectionSpec]:
+    """Three introspection collections of this test's own, created in ``store``."""
+    made = [dataclasses.replace(introspection_spec(n), name=f"{n}-{unique}") for n in NAMES]
+    for spec in made:
+        store.create_collection(spec)
+    return made
+
+
+def random_request(spec: CollectionSpec, rng: random.Random, producer: int) -> Request:
+    """An append of a few rows of replica ``r<producer>``, or now and then a delete."""
+    replica = f"r{producer}"
+    if rng.random() < 0.1:
+        where = eq("replica_id", replica) if rng.random() < 0.5 else lt(spec.column_names[-1], 5)
+        return Delete(spec.name, where, "test")
+    kinds = {
+        "string": lambda: f"s{rng.randrange(4)}",
+        "long": lambda: rng.randrange(10),
+        "double": lambda: rng.randrange(10) / 4,
+    }
+    updates = tuple(
+        ((replica, *(kinds[c.type]() for c in spec.columns[1:])), rng.choice((1, 1, 2, -1)))
+        for _ in range(rng.randrange(1, 20))
+    )
+    return Append(spec.name, replica, 1, updates, produced_at=0)
+
+
+def produce_until(
+    kafka: str, topic: str, specs: list[CollectionSpec], producer: int, stop: threading.Event
+) -> None:
+    """Publishes random requests to ``specs`` until ``stop`` is set, then flushes."""
+    rng = random.Random(producer)
+    out = KafkaProducer(ProducerConfig(kafka, client_id=f"test-{producer}", linger_ms=20))
+    while not stop.wait(0.002):
+        request = random_request(rng.choice(specs), rng, producer)
+        out.produce(topic, request.collection.encode(), encode_request(request))  # type: ignore[union-attr]
+    assert out.close(30) == 0
+
+
+def in_kafka_order(kafka: str, topic: str) -> list[Request]:
+    """Every request of ``topic``, partition by partition in offset order."""
+    consumer = Consumer(
+        {"bootstrap.servers": kafka, "group.id": f"{topic}-read", "enable.auto.commit": False}
+    )
+    requests: list[Request] = []
+    try:
+        for partition in range(4):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)
+            consumer.assign([TopicPartition(topic, partition, low)])
+            while low < high:
+                message = consumer.poll(5)
+                assert message is not None and message.error() is None
+                requests.append(decode_request(message.value()))
+                low = message.offset() + 1
+    finally:
+        consumer.close()
+    return requests
