@@ -36,3 +36,9 @@ def horizon_script() -> str:
 def read_script() -> str:
     """Reads a filtered snapshot of one collection (see read.lua)."""
     return _source("filter.lua") + _source("read.lua")
+
+
+@cache
+def dead_letters_script() -> str:
+    """Records a partition's handled dead letters (see dead_letters.lua)."""
+    return _source("dead_letters.lua")
