@@ -15,11 +15,17 @@ import time
 from collections.abc import Iterable, MutableSequence
 from typing import Any, Protocol
 
+import redis
 from confluent_kafka import Consumer, KafkaException, Message
 
-from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.kafka.producer import KafkaProducer
+from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.store import RedisStore
-from spark_consumers.applier import send_dead_letters
+from spark_consumers.dead_letters import (
+    dead_letter_producer,
+    producer_max_bytes,
+    send_dead_letters,
+)
 from spark_consumers.decode import KafkaRecord, decode_records
 
 logger = logging.getLogger(__name__)
@@ -78,6 +84,7 @@ def by_partition(messages: Iterable[Message]) -> dict[int, list[KafkaRecord]]:
 def _apply_batch(
     store: RedisStore,
     dead_letters: KafkaProducer,
+    ledger: DeadLetterLedger,
     settings: LoopSettings,
     batch: dict[int, list[KafkaRecord]],
     timings: MutableSequence[float],
@@ -87,12 +94,14 @@ def _apply_batch(
         start = time.perf_counter()
         decoded = decode_records(records, specs, settings.max_request_bytes)
         decoded_at = time.perf_counter()
-        send_dead_letters(dead_letters, settings.dead_letter_topic, decoded.dead_letters)
+        dead = send_dead_letters(
+            dead_letters, ledger, settings.dead_letter_topic, decoded.dead_letters
+        )
         store.apply_requests(settings.topic, partition, decoded.requests, validated=True)
         timings[1] += decoded_at - start
         timings[2] += time.perf_counter() - decoded_at
         timings[4] += len(records)
-        timings[5] += len(decoded.dead_letters)
+        timings[5] += dead
 
 
 def _consumer(settings: LoopSettings, ready: Flag) -> Consumer:
@@ -120,7 +129,11 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             array when the loop runs in another process).
     """
     store = RedisStore.connect(settings.redis_url)
-    dead_letters = KafkaProducer(ProducerConfig(settings.bootstrap, client_id="plain-loop-dlq"))
+    ledger = DeadLetterLedger(redis.Redis.from_url(settings.redis_url))
+    # A benchmark baseline: the generous limit, without asking the broker.
+    dead_letters = dead_letter_producer(
+        settings.bootstrap, producer_max_bytes(None), "plain-loop-dlq"
+    )
     consumer = _consumer(settings, ready)
     try:
         while not stop.is_set():
@@ -128,7 +141,7 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             if not messages:
                 continue
             start = time.perf_counter()
-            _apply_batch(store, dead_letters, settings, by_partition(messages), timings)
+            _apply_batch(store, dead_letters, ledger, settings, by_partition(messages), timings)
             applied_at = time.perf_counter()
             consumer.commit(asynchronous=False)
             timings[3] += time.perf_counter() - applied_at

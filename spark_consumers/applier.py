@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from collection_manager.config import ConsumerConfig
-from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.kafka.producer import KafkaProducer
 from collection_manager.storage.counters import APPLY_COUNTERS
+from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
-from spark_consumers.decode import DeadLetter, KafkaRecord, decode_records
+from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters
+from spark_consumers.decode import KafkaRecord, decode_records
 from spark_consumers.python_worker import cheapen_next_task
 
 if TYPE_CHECKING:
@@ -51,9 +53,12 @@ class ExecutorSettings:
     dead_letter_topic: str
     max_request_bytes: int
     log_max_length: int
+    dead_letter_max_bytes: int  # the dead-letter producer's message.max.bytes
 
     @classmethod
-    def of(cls, config: ConsumerConfig, bootstrap: str, redis_url: str) -> ExecutorSettings:
+    def of(
+        cls, config: ConsumerConfig, bootstrap: str, redis_url: str, dead_letter_max_bytes: int
+    ) -> ExecutorSettings:
         """The settings of a consumer configuration."""
         return cls(
             bootstrap,
@@ -61,14 +66,16 @@ class ExecutorSettings:
             config.dead_letter_topic,
             config.max_request_bytes,
             config.log_max_length,
+            dead_letter_max_bytes,
         )
 
 
 # One store and one dead-letter producer per Python worker process, reused across tasks
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
 _stores: dict[ExecutorSettings, RedisStore] = {}
-_producers: dict[str, KafkaProducer] = {}
+_producers: dict[tuple[str, int], KafkaProducer] = {}
 _replica_records: dict[str, ReplicaRecord] = {}
+_ledgers: dict[str, DeadLetterLedger] = {}
 
 
 def _store(settings: ExecutorSettings) -> RedisStore:
@@ -87,38 +94,17 @@ def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
     return _replica_records[settings.redis_url]
 
 
-def _dead_letter_producer(bootstrap: str) -> KafkaProducer:
-    if bootstrap not in _producers:
-        config = ProducerConfig(bootstrap, client_id="collection-manager-dead-letters")
-        _producers[bootstrap] = KafkaProducer(config)
-    return _producers[bootstrap]
+def _dead_letter_producer(settings: ExecutorSettings) -> KafkaProducer:
+    key = (settings.kafka_bootstrap, settings.dead_letter_max_bytes)
+    if key not in _producers:
+        _producers[key] = dead_letter_producer(*key, client_id="collection-manager-dead-letters")
+    return _producers[key]
 
 
-def send_dead_letters(producer: KafkaProducer, topic: str, dead: list[DeadLetter]) -> None:
-    """Publishes the original bytes with where they came from and why, then waits for acks.
-
-    Waiting makes the dead letters durable before the batch's offsets are committed; a
-    replayed batch may publish them again (at least once).
-    """
-    for letter in dead:
-        record = letter.record
-        logger.warning(
-            "dead letter %s[%d]@%d: %s",
-            record.topic,
-            record.partition,
-            record.offset,
-            letter.reason,
-        )
-        headers = [
-            ("source.topic", record.topic.encode()),
-            ("source.partition", str(record.partition).encode()),
-            ("source.offset", str(record.offset).encode()),
-            ("error", letter.kind.encode()),
-            ("reason", letter.reason.encode()),
-        ]
-        producer.produce(topic, record.key or b"", record.value or b"", headers=headers)
-    if dead and producer.flush(30) > 0:
-        raise RuntimeError(f"dead letters to {topic} were not acknowledged in time")
+def _ledger(settings: ExecutorSettings) -> DeadLetterLedger:
+    if settings.redis_url not in _ledgers:
+        _ledgers[settings.redis_url] = DeadLetterLedger(redis.Redis.from_url(settings.redis_url))
+    return _ledgers[settings.redis_url]
 
 
 def _records(frame: pd.DataFrame) -> list[KafkaRecord]:
@@ -157,8 +143,11 @@ class PartitionApplier:
         """Applies one chunk of a partition's records; returns its summary rows."""
         topic, partition = records[0].topic, records[0].partition
         decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
-        send_dead_letters(
-            _dead_letter_producer(self.settings.kafka_bootstrap),
+        # Before the apply, and never raising for a delivery: a dead letter is published
+        # or recorded as unpublished, once, and the partition moves on either way.
+        dead_letters = send_dead_letters(
+            _dead_letter_producer(self.settings),
+            _ledger(self.settings),
             self.settings.dead_letter_topic,
             decoded.dead_letters,
         )
@@ -175,7 +164,7 @@ class PartitionApplier:
                 _DEAD_LETTERS,
                 {},
                 last,
-                dead_letters=len(decoded.dead_letters),
+                dead_letters=dead_letters,
                 control=control,
             )
         )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
+from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
 
@@ -48,7 +49,10 @@ def start_consumer(
     """
     if config.checkpoint_dir is None:
         raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
-    settings = ExecutorSettings.of(config, bootstrap, redis_url)
+    # Read once here, shipped to the executors: the dead-letter producer must accept
+    # anything the request topic holds.
+    max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
+    settings = ExecutorSettings.of(config, bootstrap, redis_url, max_bytes)
     applied = kafka_stream(spark, config, bootstrap).mapInPandas(
         PartitionApplier(settings), schema=SUMMARY_SCHEMA
     )

@@ -17,6 +17,7 @@ from collection_manager.cli.output import CREATE_HINT, TableView, add_format_opt
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
@@ -24,6 +25,9 @@ from schemas.introspection import introspection_spec
 logger = logging.getLogger(__name__)
 
 _TOTALS = ("batches", "dead_letters", "control_requests")
+# How many of the newest unpublished dead letters status shows.
+UNPUBLISHED_SHOWN = 5
+_UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error", "reason")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +120,30 @@ def consumer_summary(
     }
 
 
-def status_json(consumer: dict[str, Any], infos: Sequence[CollectionInfo]) -> dict[str, Any]:
-    """``{"consumer": {...}, "collections": [{"name", "rows", "time", "counters"}]}``."""
+def unpublished_summary(count: int, newest: Sequence[UnpublishedLetter]) -> dict[str, Any]:
+    """Dead letters that could not be published: how many, and the newest (newest first)."""
+    return {
+        "count": count,
+        "newest": [
+            {name: getattr(letter, name) for name in _UNPUBLISHED_COLUMNS} for letter in newest
+        ],
+    }
+
+
+def read_unpublished(client: redis.Redis, limit: int = UNPUBLISHED_SHOWN) -> dict[str, Any]:
+    """The consumer's record of unpublished dead letters, as ``unpublished_summary``."""
+    ledger = DeadLetterLedger(client)
+    return unpublished_summary(ledger.counts()["unpublished"], ledger.recent_unpublished(limit))
+
+
+def status_json(
+    consumer: dict[str, Any], unpublished: dict[str, Any], infos: Sequence[CollectionInfo]
+) -> dict[str, Any]:
+    """``{"consumer": {...}, "unpublished_dead_letters": {"count", "newest"},
+    "collections": [{"name", "rows", "time", "counters"}]}``."""
     return {
         "consumer": consumer,
+        "unpublished_dead_letters": unpublished,
         "collections": [
             {"name": i.spec.name, "rows": i.rows, "time": i.time, "counters": i.counters}
             for i in infos
@@ -127,10 +151,26 @@ def status_json(consumer: dict[str, Any], infos: Sequence[CollectionInfo]) -> di
     }
 
 
+def unpublished_table(unpublished: dict[str, Any]) -> TableView:
+    """The newest dead letters that could not be published, under their total count."""
+    count = unpublished["count"]
+    return TableView(
+        f"{plural(count, 'dead letter')} could not be published (newest first; "
+        "see docs/operations.md, Dead letters)",
+        [name.replace("_", " ") for name in _UNPUBLISHED_COLUMNS],
+        [tuple(entry[name] for name in _UNPUBLISHED_COLUMNS) for entry in unpublished["newest"]],
+        "their records were removed from Redis",
+    )
+
+
 def status_tables(
-    consumer: dict[str, Any], infos: Sequence[CollectionInfo], recorded: bool
+    consumer: dict[str, Any],
+    infos: Sequence[CollectionInfo],
+    recorded: bool,
+    unpublished: dict[str, Any] | None = None,
 ) -> list[TableView]:
-    """The consumer (when it recorded anything), its lag, and the collections."""
+    """The consumer (when it recorded anything), its lag, the dead letters that could not
+    be published (when any), and the collections."""
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
@@ -153,6 +193,8 @@ def status_tables(
     else:
         line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
         tables.append(TableView("consumer", [], [], line))
+    if unpublished is not None and unpublished["count"] > 0:
+        tables.append(unpublished_table(unpublished))
     tables.append(
         TableView(
             plural(len(infos), "collection"),
@@ -182,6 +224,21 @@ EXAMPLE_CONSUMER = consumer_summary(
         ),
     }
 )
+EXAMPLE_UNPUBLISHED = unpublished_summary(
+    1,
+    [
+        UnpublishedLetter(
+            "cm.requests",
+            0,
+            1234,
+            "OversizedRequestError",
+            "request of 1500000 bytes exceeds the limit of 1048576 bytes",
+            "MSG_SIZE_TOO_LARGE",
+            "Broker: Message size too large",
+            1_735_732_800_000,
+        )
+    ],
+)
 
 
 def register(commands: Any) -> None:
@@ -189,17 +246,20 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("status", help="consumer progress, lag and collection counters")
     counters = dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3, "updates": 4}
     info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
-    add_format_option(parser, {"status": status_json(EXAMPLE_CONSUMER, [info])})
+    example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [info])
+    add_format_option(parser, {"status": example})
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Prints the consumer's progress and lag, and each collection's counters."""
+    """Prints the consumer's progress and lag, the dead letters it could not publish, and
+    each collection's counters."""
     endpoints = devservices.running(from_env(InfraConfig))
     store = RedisStore.connect(endpoints.redis_url)
     client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
     try:
         raw = cast(dict[str, str], client.hgetall(CONSUMER))
+        unpublished = read_unpublished(client)
     finally:
         client.close()
     try:
@@ -209,5 +269,9 @@ def run(args: argparse.Namespace) -> int:
         live = None
     consumer = consumer_summary(raw, live)
     infos = [collection_info(store, name) for name in store.collections()]
-    show(args.format, status_json(consumer, infos), *status_tables(consumer, infos, bool(raw)))
+    show(
+        args.format,
+        status_json(consumer, unpublished, infos),
+        *status_tables(consumer, infos, bool(raw), unpublished),
+    )
     return 0

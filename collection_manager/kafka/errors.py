@@ -16,3 +16,7 @@ class ProducerQueueFullError(ProducerError):
         message = f"producer queue full for {topic!r}: {queue_size} queued after {retries} retries"
         super().__init__(message, topic=topic)
         self.queue_size = queue_size
+
+
+class TopicConfigError(CollectionManagerError):
+    """A topic's configuration could not be read (missing topic, broker not answering)."""

@@ -1,15 +1,17 @@
-"""Topics the consumer needs: wait until one exists, or create it when told to."""
+"""Topics the consumer needs: wait until one exists (or create it), and their size limits."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
 logger = logging.getLogger(__name__)
@@ -78,3 +80,27 @@ def await_topic(
         stop.wait(delay)
         delay = min(delay * 2, _BACKOFF_CAP_S)
     return False
+
+
+MAX_MESSAGE_BYTES = "max.message.bytes"
+
+
+def max_message_bytes(
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0
+) -> dict[str, int]:
+    """Each topic's ``max.message.bytes`` (the largest record batch it accepts).
+
+    Raises:
+        TopicConfigError: when a topic does not exist or the broker does not answer.
+    """
+    admin = admin_client(bootstrap)
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    found: dict[str, int] = {}
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            raise TopicConfigError(f"cannot describe topic {resource.name!r}: {exc}") from exc
+        found[resource.name] = int(entries[MAX_MESSAGE_BYTES].value)
+    return found

@@ -32,10 +32,12 @@ from collection_manager.cli.replicas import EXAMPLE_REPLICAS, moment, replicas_j
 from collection_manager.cli.replicas import replicas_table as replicas_view
 from collection_manager.cli.status import (
     EXAMPLE_CONSUMER,
+    EXAMPLE_UNPUBLISHED,
     CollectionInfo,
     consumer_summary,
     status_json,
     status_tables,
+    unpublished_summary,
 )
 from collection_manager.cli.where import OPERATORS, parse_where
 from collection_manager.control.controller import ReplicaStatus
@@ -277,8 +279,28 @@ def test_status_tables() -> None:
     assert consumer.rows == [(12, 1, 4, 250, 3, "2025-01-01T12:00:00.000Z")]
     assert lag.rows == [("cm.requests", 0, 3), ("cm.requests", 1, 0)]
     assert collections.rows == [("compute_frontiers", 2, 42, 3, 0, 0, 0, 0, 0)]
-    assert status_json(EXAMPLE_CONSUMER, [_info()])["collections"] == [
+    found = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [_info()])
+    assert found["collections"] == [
         {"name": "compute_frontiers", "rows": 2, "time": 42, "counters": _info().counters}
+    ]
+
+
+def test_status_shows_unpublished_dead_letters_only_when_there_are_some() -> None:
+    none = unpublished_summary(0, [])
+    assert len(status_tables(EXAMPLE_CONSUMER, [], True, none)) == 3
+    views = status_tables(EXAMPLE_CONSUMER, [], True, EXAMPLE_UNPUBLISHED)
+    unpublished = views[2]
+    assert unpublished.title.startswith("1 dead letter could not be published")
+    assert unpublished.columns[:3] == ["topic", "partition", "offset"]
+    assert unpublished.rows == [
+        (
+            "cm.requests",
+            0,
+            1234,
+            "OversizedRequestError",
+            "MSG_SIZE_TOO_LARGE",
+            "request of 1500000 bytes exceeds the limit of 1048576 bytes",
+        )
     ]
 
 
@@ -360,6 +382,7 @@ def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[s
     assert _examples(["replicas"], capsys) == {"replicas": replicas_json(EXAMPLE_REPLICAS)}
     status = _examples(["status"], capsys)["status"]
     assert status["consumer"] == EXAMPLE_CONSUMER
+    assert status["unpublished_dead_letters"] == EXAMPLE_UNPUBLISHED
     collections = _examples(["collections"], capsys)
     assert list(collections) == ["collections list", "collections describe compute_frontiers"]
 
@@ -371,8 +394,17 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     tail = _examples(["tail"], capsys)["tail compute_frontiers --since 41"]
     assert list(tail[0]) == ["time", "row", "diff"]
     status = _examples(["status"], capsys)["status"]
-    assert list(status) == ["consumer", "collections"]
+    assert list(status) == ["consumer", "unpublished_dead_letters", "collections"]
     assert list(status["consumer"]["lag"][0]) == ["topic", "partition", "lag"]
+    assert list(status["unpublished_dead_letters"]) == ["count", "newest"]
+    assert list(status["unpublished_dead_letters"]["newest"][0]) == [
+        "topic",
+        "partition",
+        "offset",
+        "error",
+        "publish_error",
+        "reason",
+    ]
     assert list(status["collections"][0]) == ["name", "rows", "time", "counters"]
     assert list(status["collections"][0]["counters"]) == list(SHOWN_COUNTERS)
     replica = _examples(["replicas"], capsys)["replicas"][0]

@@ -1,0 +1,216 @@
+"""Publishing dead letters: bounded headers, every outcome recorded, never a stop.
+
+A dead letter keeps the record's key and value bytes unchanged; its context travels in
+headers, each bounded to ``HEADER_MAX_BYTES``. The producer accepts anything the request
+topic can hold (``producer_max_bytes``). A dead letter the broker does not acknowledge
+(missing topic, too large for the dead-letter topic, refused, timed out) is recorded in
+Redis as unpublished (``collection_manager/storage/dead_letters.py``) and the partition
+moves on. Per ``(topic, partition)`` the ledger's mark, written after the
+acknowledgement, makes a replayed micro-batch skip what was handled. A crash between the
+acknowledgement and that write publishes one batch's dead letters again; their
+``source.*`` headers tell a reader which ones are duplicates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable
+from functools import partial
+
+from confluent_kafka import KafkaError, KafkaException, Message
+
+from collection_manager.kafka.errors import ProducerError, TopicConfigError
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.kafka.topics import max_message_bytes
+from collection_manager.storage.dead_letters import (
+    REASON_MAX_BYTES,
+    DeadLetterLedger,
+    UnpublishedLetter,
+    bounded,
+    bounded_text,
+)
+from spark_consumers.decode import DeadLetter
+
+logger = logging.getLogger(__name__)
+
+HEADER_MAX_BYTES = REASON_MAX_BYTES
+# librdkafka refuses a larger message.max.bytes; used when the topic's limit is unknown.
+PRODUCER_MAX_BYTES_CEILING = 1_000_000_000
+# Beyond the request topic's limit: five bounded headers and the record framing.
+HEADER_ALLOWANCE = 64 * 1024
+# librdkafka reports a delivery as failed after this long, so a flush a little longer
+# than it sees every outcome (its default, 5 minutes, would hold the partition that long).
+DELIVERY_TIMEOUT_MS = 30_000
+_FLUSH_GRACE_S = 5.0
+NOT_ACKNOWLEDGED = "NOT_ACKNOWLEDGED"
+
+
+def producer_max_bytes(request_topic_max: int | None) -> int:
+    """The dead-letter producer's ``message.max.bytes`` for the request topic's limit.
+
+    A record the request topic holds, with its headers, must pass the producer's own
+    check; an unknown limit gets librdkafka's ceiling (the broker then decides).
+    """
+    if request_topic_max is None:
+        return PRODUCER_MAX_BYTES_CEILING
+    return min(PRODUCER_MAX_BYTES_CEILING, request_topic_max + HEADER_ALLOWANCE)
+
+
+def _topic_limit(bootstrap: str, topic: str) -> int | None:
+    try:
+        return max_message_bytes(bootstrap, [topic])[topic]
+    except TopicConfigError as exc:  # named reason: the topic may not exist yet
+        logger.warning("max.message.bytes of %r unknown: %s", topic, exc)
+        return None
+
+
+def dead_letter_max_bytes(bootstrap: str, request_topic: str, dead_letter_topic: str) -> int:
+    """Reads both topics' limits once (at start): the producer's ``message.max.bytes``.
+
+    Warns when the dead-letter topic holds smaller messages than the request topic: the
+    largest dead letters would then be recorded as unpublished instead.
+    """
+    request_max = _topic_limit(bootstrap, request_topic)
+    dead_max = _topic_limit(bootstrap, dead_letter_topic)
+    needed = producer_max_bytes(request_max)
+    if request_max is not None and dead_max is not None and dead_max < needed:
+        logger.warning(
+            "dead-letter topic %r holds messages up to %d bytes, the request topic %r up to "
+            "%d: set its max.message.bytes to at least %d (docs/operations.md, Dead letters)",
+            dead_letter_topic, dead_max, request_topic, request_max, needed,
+        )  # fmt: skip
+    return needed
+
+
+def dead_letter_producer(bootstrap: str, message_max_bytes: int, client_id: str) -> KafkaProducer:
+    """A producer for dead letters: large messages, a bounded wait for each outcome."""
+    extra = {"message.max.bytes": message_max_bytes, "message.timeout.ms": DELIVERY_TIMEOUT_MS}
+    return KafkaProducer(ProducerConfig(bootstrap, client_id=client_id, extra=extra))
+
+
+def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
+    """Where the record came from and why it is a dead letter; each value bounded."""
+    record = letter.record
+    values = [
+        ("source.topic", record.topic),
+        ("source.partition", str(record.partition)),
+        ("source.offset", str(record.offset)),
+        ("error", letter.kind),
+        ("reason", letter.reason),
+    ]
+    return [(name, bounded(value, HEADER_MAX_BYTES)) for name, value in values]
+
+
+@dataclasses.dataclass
+class Delivery:
+    """The outcome of publishing dead letters: acknowledged, or failed with why."""
+
+    published: list[DeadLetter] = dataclasses.field(default_factory=list)
+    failed: list[tuple[DeadLetter, str, str]] = dataclasses.field(default_factory=list)
+
+
+def _refusal(exc: ProducerError) -> str:
+    # The librdkafka error name (e.g. MSG_SIZE_TOO_LARGE) when the client refused it.
+    cause = exc.__cause__
+    if isinstance(cause, KafkaException) and cause.args and isinstance(cause.args[0], KafkaError):
+        return str(cause.args[0].name())
+    return type(exc).__name__
+
+
+def publish(
+    producer: KafkaProducer, topic: str, letters: list[DeadLetter], timeout_s: float
+) -> Delivery:
+    """Publishes ``letters`` and waits up to ``timeout_s`` for each outcome; never raises
+    for a delivery: a letter not acknowledged by then counts as failed."""
+    reports: dict[int, KafkaError | None] = {}
+
+    def on_delivery(index: int, err: KafkaError | None, _msg: Message) -> None:
+        reports[index] = err
+
+    refused: dict[int, tuple[str, str]] = {}
+    for index, letter in enumerate(letters):
+        record = letter.record
+        try:
+            producer.produce(
+                topic,
+                record.key or b"",
+                record.value or b"",
+                on_delivery=partial(on_delivery, index),
+                headers=dead_letter_headers(letter),
+            )
+        except ProducerError as exc:  # named reason: recorded as unpublished below
+            refused[index] = (_refusal(exc), str(exc))
+    if len(refused) < len(letters):
+        producer.flush(timeout_s)
+    out = Delivery()
+    for index, letter in enumerate(letters):
+        if index in refused:
+            out.failed.append((letter, *refused[index]))
+        elif index not in reports:
+            out.failed.append((letter, NOT_ACKNOWLEDGED, f"no acknowledgement in {timeout_s}s"))
+        elif (err := reports[index]) is not None:
+            out.failed.append((letter, str(err.name()), str(err.str())))
+        else:
+            out.published.append(letter)
+    return out
+
+
+def _unpublished(
+    topic: str, failed: Iterable[tuple[DeadLetter, str, str]]
+) -> list[UnpublishedLetter]:
+    now = int(time.time() * 1000)
+    out = []
+    for letter, kind, reason in failed:
+        r = letter.record
+        out.append(
+            UnpublishedLetter(
+                r.topic, r.partition, r.offset, letter.kind, letter.reason, kind, reason, now
+            )
+        )
+        logger.error(
+            "dead letter %s[%d]@%d (%s) could not be published to %s (%s: %s); "
+            "recorded in Redis as unpublished",
+            r.topic, r.partition, r.offset, letter.kind, topic, kind, bounded_text(reason),
+        )  # fmt: skip
+    return out
+
+
+def send_dead_letters(
+    producer: KafkaProducer, ledger: DeadLetterLedger, topic: str, dead: list[DeadLetter]
+) -> int:
+    """Publishes the dead letters not handled before and records each outcome.
+
+    Per ``(topic, partition)`` of the source records: dead letters at or below the
+    ledger's mark are skipped (a replay); the rest are published and waited for, then
+    the mark moves to the last of them, together with the record of those that failed.
+
+    Returns:
+        How many dead letters were handled now (the skipped ones not included).
+    """
+    handled = 0
+    for (source, partition), letters in _by_partition(dead).items():
+        done = ledger.done(source, partition)
+        fresh = [letter for letter in letters if letter.record.offset > done]
+        if not fresh:
+            continue
+        for letter in fresh:
+            r = letter.record
+            logger.warning(
+                "dead letter %s[%d]@%d: %s: %s",
+                r.topic, r.partition, r.offset, letter.kind, bounded_text(letter.reason),
+            )  # fmt: skip
+        delivery = publish(producer, topic, fresh, DELIVERY_TIMEOUT_MS / 1000 + _FLUSH_GRACE_S)
+        last = max(letter.record.offset for letter in fresh)
+        unpublished = _unpublished(topic, delivery.failed)
+        ledger.record(source, partition, last, len(delivery.published), unpublished)
+        handled += len(fresh)
+    return handled
+
+
+def _by_partition(dead: Iterable[DeadLetter]) -> dict[tuple[str, int], list[DeadLetter]]:
+    grouped: dict[tuple[str, int], list[DeadLetter]] = {}
+    for letter in dead:
+        grouped.setdefault((letter.record.topic, letter.record.partition), []).append(letter)
+    return grouped
