@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from collection_manager.cli import bench, collections, infra, pipeline, replicas, status
 from collection_manager.cli.faults import FAILED, INTERRUPTED, SERVICE_FAULTS, causes, describe
+from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
 SUBCOMMANDS = (infra, collections, pipeline, status, replicas, bench)
 
@@ -58,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # librdkafka logs every failed connection attempt, dozens a second while a broker is
+    # down; the commands say once what is unreachable, so its own lines are for -v.
+    logging.getLogger(LIBRDKAFKA_LOGGER.name).setLevel(
+        logging.INFO if args.verbose else logging.CRITICAL
     )
     try:
         return int(args.run(args))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -16,6 +18,7 @@ from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.keys import CONSUMER
@@ -71,21 +74,36 @@ def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
 
 
-def lag_now(bootstrap: str, read: dict[str, int], timeout_s: float = 5.0) -> dict[str, int]:
+# Kafka gets this long, all partitions together, so that status answers within 2 s.
+KAFKA_BUDGET_S = 1.0
+
+
+def lag_now(
+    bootstrap: str, read: dict[str, int], budget_s: float = KAFKA_BUDGET_S
+) -> dict[str, int]:
     """Per ``topic:partition``: what Kafka holds now beyond what the consumer last read.
 
     Raises:
-        KafkaException: when the broker does not answer within ``timeout_s``.
+        KafkaException: when the broker does not answer within ``budget_s`` in all.
     """
     if not read:  # the consumer recorded nothing yet: nothing to ask Kafka
         return {}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "collection-manager-status"})
+    deadline = time.monotonic() + budget_s
+    options: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "collection-manager-status",
+        "logger": LIBRDKAFKA_LOGGER,
+    }
+    consumer = Consumer(options)
     try:
         lag = {}
         for key, offset in read.items():
             topic, _, partition = key.rpartition(":")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaException(f"no answer within {budget_s} s")
             _, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, int(partition)), timeout=timeout_s
+                TopicPartition(topic, int(partition)), timeout=left
             )
             lag[key] = max(0, high - offset)
         return lag
@@ -100,23 +118,32 @@ def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
 
 
 def consumer_summary(
-    raw: Mapping[str, str], lag_now: Mapping[str, int] | None = None
+    raw: Mapping[str, str], lag_now: Mapping[str, int] | None = None, kafka: str = "reachable"
 ) -> dict[str, Any]:
     """The consumer's record in Redis (``cm:consumer``) as the stable JSON of ``status``.
 
     Args:
         lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
-            answered; else the lag the consumer saw when it planned its last batch.
+            answered; None when it was not asked (the lag of the last batch is shown).
+        kafka: ``reachable``, ``unreachable`` or ``not configured``; the lag is unknown
+            (null) unless Kafka is reachable.
     """
     progress = _json_object(raw.get("progress"))
+    health = _json_object(raw.get("health"))
     lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
+    known = kafka == "reachable"
     return {
+        "state": health.get("state", "running" if progress else "unknown"),
+        "state_since_ms": health.get("since_ms"),
+        "retries": int(health.get("retries", 0)),
+        "outage_cause": health.get("cause") or None,
+        "kafka": kafka,
         **{name: int(raw.get(name, 0)) for name in _TOTALS},
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
         "last_batch_id": progress.get("batch_id"),
         "last_progress_at": progress.get("timestamp"),
-        "lag_total": sum(entry["lag"] for entry in lag),
-        "lag": lag,
+        "lag_total": sum(entry["lag"] for entry in lag) if known else None,
+        "lag": lag if known else None,
     }
 
 
@@ -163,6 +190,18 @@ def unpublished_table(unpublished: dict[str, Any]) -> TableView:
     )
 
 
+def _state(consumer: dict[str, Any]) -> str:
+    if consumer["state"] != "retrying":
+        return str(consumer["state"])
+    since = consumer["state_since_ms"]
+    when = "" if since is None else f" since {_utc(since)}"
+    return f"retrying{when} ({consumer['retries']} retries): {consumer['outage_cause']}"
+
+
+def _utc(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
 def status_tables(
     consumer: dict[str, Any],
     infos: Sequence[CollectionInfo],
@@ -174,22 +213,33 @@ def status_tables(
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
+        lag = consumer["lag_total"]
         row = (
+            _state(consumer),
             *(consumer[name] for name in _TOTALS),
             None if rate is None else round(rate),
-            consumer["lag_total"],
+            f"unknown (Kafka {consumer['kafka']})" if lag is None else lag,
             consumer["last_progress_at"],
         )
-        columns = ["batches", "dead letters", "control requests", "rows/s", "lag", "progress at"]
+        columns = [
+            "state",
+            "batches",
+            "dead letters",
+            "control requests",
+            "rows/s",
+            "lag",
+            "progress at",
+        ]
         tables.append(TableView("consumer", columns, [row], "", null="-"))
-        tables.append(
-            TableView(
-                "Kafka lag per partition",
-                ["topic", "partition", "lag"],
-                [(e["topic"], e["partition"], e["lag"]) for e in consumer["lag"]],
-                "lag per partition: not reported yet (the consumer reports it after a batch)",
+        if consumer["lag"] is not None:
+            tables.append(
+                TableView(
+                    "Kafka lag per partition",
+                    ["topic", "partition", "lag"],
+                    [(e["topic"], e["partition"], e["lag"]) for e in consumer["lag"]],
+                    "lag per partition: not reported yet (the consumer reports it after a batch)",
+                )
             )
-        )
     else:
         line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
         tables.append(TableView("consumer", [], [], line))
@@ -253,8 +303,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Prints the consumer's progress and lag, the dead letters it could not publish, and
-    each collection's counters."""
-    endpoints = devservices.running(from_env(InfraConfig))
+    each collection's counters. Needs only Redis: with Kafka down the lag is unknown."""
+    endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
     store = RedisStore.connect(endpoints.redis_url)
     client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
     try:
@@ -262,12 +312,14 @@ def run(args: argparse.Namespace) -> int:
         unpublished = read_unpublished(client)
     finally:
         client.close()
-    try:
-        live = lag_now(endpoints.kafka_bootstrap, read_offsets_of(raw))
-    except KafkaException as exc:
-        logger.warning("Kafka did not answer (%s): showing the lag of the last batch", exc)
-        live = None
-    consumer = consumer_summary(raw, live)
+    live, kafka = None, "not configured"
+    if endpoints.kafka_bootstrap:
+        try:
+            live, kafka = lag_now(endpoints.kafka_bootstrap, read_offsets_of(raw)), "reachable"
+        except KafkaException as exc:
+            logger.info("Kafka did not answer: %s", exc)
+            kafka = "unreachable"
+    consumer = consumer_summary(raw, live, kafka)
     infos = [collection_info(store, name) for name in store.collections()]
     show(
         args.format,

@@ -247,6 +247,11 @@ def test_collections_list_and_describe_json() -> None:
 
 def test_consumer_summary_of_nothing_recorded() -> None:
     assert consumer_summary({}) == {
+        "state": "unknown",
+        "state_since_ms": None,
+        "retries": 0,
+        "outage_cause": None,
+        "kafka": "reachable",
         "batches": 0,
         "dead_letters": 0,
         "control_requests": 0,
@@ -257,6 +262,27 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "lag": [],
     }
     assert consumer_summary({"batches": "2", "progress": "not json"})["batches"] == 2
+
+
+def test_with_kafka_unreachable_the_lag_is_unknown_not_stale() -> None:
+    progress = {"lag": {"t:0": 4}, "batch_id": 7}
+    raw = {"batches": "8", "progress": json.dumps(progress)}
+    summary = consumer_summary(raw, None, kafka="unreachable")
+    assert (summary["kafka"], summary["lag_total"], summary["lag"]) == ("unreachable", None, None)
+    consumer, _collections = status_tables(summary, [], recorded=True)
+    assert consumer.rows[0][5] == "unknown (Kafka unreachable)"
+
+
+def test_an_outage_shows_as_the_consumer_state() -> None:
+    health = {"state": "retrying", "since_ms": 1_735_732_800_000, "retries": 3, "cause": "down"}
+    summary = consumer_summary({"health": json.dumps(health)})
+    assert (summary["state"], summary["retries"], summary["outage_cause"]) == (
+        "retrying",
+        3,
+        "down",
+    )
+    [consumer, _lag, _collections] = status_tables(summary, [], recorded=True)
+    assert consumer.rows[0][0] == "retrying since 2025-01-01 12:00:00Z (3 retries): down"
 
 
 def test_consumer_lag_is_per_partition_in_numeric_order() -> None:
@@ -276,7 +302,7 @@ def test_status_tables() -> None:
     assert "nothing recorded yet" in nothing[0].empty
     assert "no collections yet" in nothing[1].empty
     consumer, lag, collections = status_tables(EXAMPLE_CONSUMER, [_info()], recorded=True)
-    assert consumer.rows == [(12, 1, 4, 250, 3, "2025-01-01T12:00:00.000Z")]
+    assert consumer.rows == [("running", 12, 1, 4, 250, 3, "2025-01-01T12:00:00.000Z")]
     assert lag.rows == [("cm.requests", 0, 3), ("cm.requests", 1, 0)]
     assert collections.rows == [("compute_frontiers", 2, 42, 3, 0, 0, 0, 0, 0)]
     found = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [_info()])
