@@ -36,3 +36,9 @@ def horizon_script() -> str:
 def read_script() -> str:
     """Reads a filtered snapshot of one collection (see read.lua)."""
     return _source("filter.lua") + _source("read.lua")
+
+
+@cache
+def drop_script() -> str:
+    """Deletes one collection's keys, its index sets derived from its rows (see drop.lua)."""
+    return _collection_script("drop.lua")

@@ -16,8 +16,10 @@ from collection_manager.core.errors import (
     UnknownCollectionError,
 )
 from collection_manager.core.filters import Filter, validate
+from collection_manager.core.names import name_problem
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.ops import Op, ScriptCall, chunk_ops, script_call
@@ -76,7 +78,9 @@ class RedisStore:
         self._due = client.register_script(due_script())
         self._horizon = client.register_script(horizon_script())
         self._read = client.register_script(read_script())
+        self._drop = CollectionDrop(client)
         self._specs: dict[str, CollectionSpec] = {}
+        self._skipped: set[str] = set()  # catalog names outside the name rule, warned once
 
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> RedisStore:
@@ -91,7 +95,10 @@ class RedisStore:
     # Catalog
 
     def create_collection(self, spec: CollectionSpec) -> None:
-        """Registers a collection (replacing the definition of one with the same name)."""
+        """Registers a collection (replacing the definition of one with the same name).
+
+        The name was checked against the name rule when ``spec`` was made (``core/names.py``).
+        """
         record = {"row_schema": spec.row_schema, "indexed_columns": list(spec.indexed_columns)}
         self._client.hset(CATALOG, spec.name, json.dumps(record))
         self._specs[spec.name] = spec
@@ -116,20 +123,29 @@ class RedisStore:
         return self._specs[collection]
 
     def specs(self) -> dict[str, CollectionSpec]:
-        """Every collection's definition, by name."""
-        return {name: self.spec(name) for name in self.collections()}
+        """Every collection's definition, by name.
+
+        A catalog entry whose name breaks the name rule (created before it existed) is left
+        out, so requests naming it are refused and the consumer keeps running; it can
+        still be dropped.
+        """
+        specs = {}
+        for name in self.collections():
+            problem = name_problem(name)
+            if problem is None:
+                specs[name] = self.spec(name)
+            elif name not in self._skipped:
+                self._skipped.add(name)
+                logger.warning("ignoring collection %r: its name %s; drop it", name, problem)
+        return specs
 
     def collections(self) -> list[str]:
         """Names of all collections, sorted."""
         return sorted(_text(name) for name in self._client.hkeys(CATALOG))
 
     def drop_collection(self, collection: str) -> None:
-        """Deletes a collection with all its keys."""
-        keys = CollectionKeys(collection)
-        doomed = list(self._client.scan_iter(match=f"{keys.index_prefix}*", count=1000))
-        doomed += keys.script_keys()
-        for start in range(0, len(doomed), 1000):
-            self._client.delete(*doomed[start : start + 1000])
+        """Deletes a collection with exactly its keys (never keys matched by a pattern)."""
+        self._drop.drop(collection)
         self._client.hdel(CATALOG, collection)
         self._specs.pop(collection, None)
 
