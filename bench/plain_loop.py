@@ -15,12 +15,15 @@ import time
 from collections.abc import Iterable, MutableSequence
 from typing import Any, Protocol
 
+import redis
 from confluent_kafka import Consumer, KafkaException, Message
 
+from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.store import RedisStore
 from spark_consumers.applier import send_dead_letters
-from spark_consumers.decode import KafkaRecord, decode_records
+from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ class LoopSettings:
     max_batch: int = 10_000
     poll_timeout_s: float = 0.1
     max_request_bytes: int = 1_048_576
+    replica_namespace: str = "cm:replicas"
 
 
 def by_partition(messages: Iterable[Message]) -> dict[int, list[KafkaRecord]]:
@@ -77,6 +81,7 @@ def by_partition(messages: Iterable[Message]) -> dict[int, list[KafkaRecord]]:
 
 def _apply_batch(
     store: RedisStore,
+    issued: IssuedEpochs,
     dead_letters: KafkaProducer,
     settings: LoopSettings,
     batch: dict[int, list[KafkaRecord]],
@@ -86,6 +91,9 @@ def _apply_batch(
     for partition, records in batch.items():
         start = time.perf_counter()
         decoded = decode_records(records, specs, settings.max_request_bytes)
+        # The consumer's epoch check, one round trip per partition (docs/design.md §6).
+        replicas = claimed_replicas(r for _, r in decoded.requests)
+        decoded = refuse_unissued(decoded, records, issued.highest(replicas))
         decoded_at = time.perf_counter()
         send_dead_letters(dead_letters, settings.dead_letter_topic, decoded.dead_letters)
         store.apply_requests(settings.topic, partition, decoded.requests, validated=True)
@@ -120,6 +128,7 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             array when the loop runs in another process).
     """
     store = RedisStore.connect(settings.redis_url)
+    issued = IssuedEpochs(redis.Redis.from_url(settings.redis_url), settings.replica_namespace)
     dead_letters = KafkaProducer(ProducerConfig(settings.bootstrap, client_id="plain-loop-dlq"))
     consumer = _consumer(settings, ready)
     try:
@@ -128,7 +137,8 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             if not messages:
                 continue
             start = time.perf_counter()
-            _apply_batch(store, dead_letters, settings, by_partition(messages), timings)
+            batch = by_partition(messages)
+            _apply_batch(store, issued, dead_letters, settings, batch, timings)
             applied_at = time.perf_counter()
             consumer.commit(asynchronous=False)
             timings[3] += time.perf_counter() - applied_at

@@ -39,16 +39,25 @@ def kafka_stream(spark: SparkSession, config: ConsumerConfig, bootstrap: str) ->
 
 
 def start_consumer(
-    spark: SparkSession, config: ConsumerConfig, bootstrap: str, redis_url: str
+    spark: SparkSession,
+    config: ConsumerConfig,
+    bootstrap: str,
+    redis_url: str,
+    *,
+    replica_namespace: str,
 ) -> StreamingQuery:
     """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists.
+
+    Args:
+        replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
+            counters decide which epochs are real (docs/design.md §6).
 
     Raises:
         ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
     """
     if config.checkpoint_dir is None:
         raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
-    settings = ExecutorSettings.of(config, bootstrap, redis_url)
+    settings = ExecutorSettings.of(config, bootstrap, redis_url, replica_namespace)
     applied = kafka_stream(spark, config, bootstrap).mapInPandas(
         PartitionApplier(settings), schema=SUMMARY_SCHEMA
     )

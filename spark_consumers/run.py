@@ -87,9 +87,14 @@ def run_consumer(
     spark_config: SparkConfig,
     infra_config: Any,
     endpoints: Any,
+    replica_namespace: str,
     duration_s: float | None = None,
 ) -> None:
-    """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``)."""
+    """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``).
+
+    Args:
+        replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
+    """
     store = RedisStore.connect(endpoints.redis_url)
     ensure_introspection_collections(store)
     timer = RetractionTimer(store, config.expiration_offset_ms)
@@ -98,7 +103,13 @@ def run_consumer(
     stop = threading.Event()
     stop_on_signals(stop)
     config = config.with_checkpoint(infra_config)
-    query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
+    query = start_consumer(
+        spark,
+        config,
+        endpoints.kafka_bootstrap,
+        endpoints.redis_url,
+        replica_namespace=replica_namespace,
+    )
     logger.info(
         "consuming %s from %s into %s",
         config.topic,

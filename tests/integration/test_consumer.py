@@ -16,6 +16,7 @@ from collection_manager.config import ConsumerConfig
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.epochs import epoch_key
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
@@ -33,6 +34,15 @@ def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]
     yield made
     for spec in made:
         store.drop_collection(spec.name)
+
+
+@pytest.fixture
+def namespace(redis: redis_lib.Redis, unique: str) -> Iterator[str]:
+    """The test's controller namespace, where epoch 1 of r1 was issued (its fences are real)."""
+    name = f"cm:replicas:{unique}"
+    redis.set(epoch_key(name, "r1"), 1)
+    yield name
+    redis.delete(epoch_key(name, "r1"))
 
 
 @pytest.fixture
@@ -103,6 +113,7 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
     endpoints: Any,
     specs: list[CollectionSpec],
     consumer_config: ConsumerConfig,
+    namespace: str,
 ) -> None:
     requests = _stream(specs)
     messages = [(r.collection.encode(), encode_request(r)) for r in requests]  # type: ignore[union-attr]
@@ -121,7 +132,9 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
     model = ModelStore(specs)
     model.apply_all(requests)
     store = RedisStore(redis)
-    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
     try:
 
         def applied() -> None:
@@ -153,6 +166,7 @@ def test_appends_in_flight_behind_a_fence_never_appear(
     endpoints: Any,
     specs: list[CollectionSpec],
     consumer_config: ConsumerConfig,
+    namespace: str,
 ) -> None:
     spec = specs[0]
     early = [Append(spec.name, "r1", 1, ((_row(spec, "r1", i), 1),), 0) for i in range(50)]
@@ -165,7 +179,9 @@ def test_appends_in_flight_behind_a_fence_never_appear(
         kafka, consumer_config.topic, [(spec.name.encode(), encode_request(r)) for r in stream]
     )
     store = RedisStore(redis)
-    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
     try:
 
         def applied() -> None:
