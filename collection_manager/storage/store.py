@@ -16,7 +16,6 @@ from collection_manager.core.errors import (
     UnknownCollectionError,
 )
 from collection_manager.core.filters import Filter, validate
-from collection_manager.core.names import name_problem
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.drop import CollectionDrop
@@ -52,6 +51,11 @@ class LogEntry:
     time: int
     row: Row
     diff: int
+
+
+def _spec_of(name: str, raw: bytes | str) -> CollectionSpec:
+    record = json.loads(raw)
+    return CollectionSpec(name, record["row_schema"], tuple(record["indexed_columns"]))
 
 
 def _layout_call(spec: CollectionSpec) -> ScriptCall:
@@ -108,6 +112,7 @@ class RedisStore:
 
         Raises:
             UnknownCollectionError: when no such collection was created.
+            InvalidNameError: for a name created before the name rule (``core/names.py``).
         """
         if collection not in self._specs:
             raw = self._client.hget(CATALOG, collection)
@@ -116,27 +121,29 @@ class RedisStore:
                 raise UnknownCollectionError(
                     f"unknown collection {collection!r}; known: {known}", collection=collection
                 )
-            record = json.loads(raw)
-            self._specs[collection] = CollectionSpec(
-                collection, record["row_schema"], tuple(record["indexed_columns"])
-            )
+            self._specs[collection] = _spec_of(collection, raw)
         return self._specs[collection]
 
     def specs(self) -> dict[str, CollectionSpec]:
-        """Every collection's definition, by name.
+        """Every collection's definition, by name, from one read of the catalog.
 
-        A catalog entry whose name breaks the name rule (created before it existed) is left
-        out, so requests naming it are refused and the consumer keeps running; it can
-        still be dropped.
+        One read, so a collection dropped meanwhile cannot fail the call (the consumer
+        calls it every micro-batch). An entry that is no valid definition (a name from
+        before the name rule, ``core/names.py``) is left out with a warning: requests
+        naming it are refused, the consumer keeps running, and it can still be dropped.
         """
         specs = {}
-        for name in self.collections():
-            problem = name_problem(name)
-            if problem is None:
-                specs[name] = self.spec(name)
-            elif name not in self._skipped:
-                self._skipped.add(name)
-                logger.warning("ignoring collection %r: its name %s; drop it", name, problem)
+        for key, raw in sorted(self._client.hgetall(CATALOG).items()):
+            name = _text(key)
+            if name not in self._specs:
+                try:
+                    self._specs[name] = _spec_of(name, raw)
+                except CollectionManagerError as exc:
+                    if name not in self._skipped:
+                        self._skipped.add(name)
+                        logger.warning("ignoring collection %r: %s; drop it", name, exc)
+                    continue
+            specs[name] = self._specs[name]
         return specs
 
     def collections(self) -> list[str]:
