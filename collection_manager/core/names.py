@@ -20,7 +20,7 @@ NAME_RULE = (
 )
 _ALLOWED = re.compile(r"[A-Za-z0-9_.-]")
 _FIRST = re.compile(r"[A-Za-z0-9]")
-_SHOWN = 40  # a dead letter's reason quotes at most this much of a bad name
+_SHOWN = MAX_NAME_LENGTH + 8  # a reason quotes a bad name whole unless it is far too long
 
 
 def name_problem(name: object) -> str | None:
