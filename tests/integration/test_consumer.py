@@ -193,3 +193,57 @@ def test_appends_in_flight_behind_a_fence_never_appear(
     rows = store.snapshot(spec.name).rows
     assert rows == {_row(spec, "r1", 200 + i): 1 for i in range(5)}  # only the new epoch
     assert store.stats(spec.name)["fused_appends"] == len(late)
+
+
+def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
+    spark: Any,
+    kafka: str,
+    redis: redis_lib.Redis,
+    endpoints: Any,
+    specs: list[CollectionSpec],
+    consumer_config: ConsumerConfig,
+    namespace: str,
+) -> None:
+    spec = specs[0]
+    good = [Append(spec.name, "r1", 1, ((_row(spec, "r1", i), 1),), 0) for i in range(10)]
+    one = ((_row(spec, "r1", 99), 1),)
+    bad: list[tuple[str, Request, str]] = [
+        ("a*", Append("a*", "r1", 1, one, 0), "collection name 'a*' has '*' at position 1"),
+        (
+            f"{spec.name}*",
+            Delete(f"{spec.name}*", eq("replica_id", "r1")),
+            f"collection name '{spec.name}*' has '*' at position {len(spec.name)}",
+        ),
+        (spec.name, Append(spec.name, "r[1]", 1, one, 0), "replica id 'r[1]' has '['"),
+        (spec.name, Append(spec.name, "r1", 1, one, 0, ttl_ms=60_000), "ttl_ms is not supported"),
+        (spec.name, Append(spec.name, "r1", 0, one, 0), "epoch 0 of replica r1 is below 1"),
+        (
+            spec.name,
+            Delete(spec.name, eq("replica_id", "r1"), "forged", Fence("r1", 2**62)),
+            f"epoch {2**62} of replica r1 was never issued (highest issued: 1)",
+        ),
+    ]
+    messages = [(spec.name.encode(), encode_request(r)) for r in good]
+    for i, (key, request, _) in enumerate(bad):
+        messages.insert(2 * i + 1, (key.encode(), encode_request(request)))
+    _produce(kafka, consumer_config.topic, messages)
+    store = RedisStore(redis)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
+    expected = {_row(spec, "r1", i): 1 for i in range(10)}
+    try:
+
+        def applied() -> None:
+            assert query.exception() is None, query.exception()
+            assert store.snapshot(spec.name).rows == expected
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+        dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=len(bad))
+        assert query.isActive
+    finally:
+        query.stop()
+    reasons = [dict(m.headers())["reason"].decode() for m in dead]
+    for _, _, reason in bad:
+        assert sum(reason in text for text in reasons) == 1, (reason, reasons)
+    assert "r1" not in store.fences(spec.name)
