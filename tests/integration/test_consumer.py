@@ -203,24 +203,28 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
     specs: list[CollectionSpec],
     consumer_config: ConsumerConfig,
     namespace: str,
+    unique: str,
 ) -> None:
     spec = specs[0]
-    good = [Append(spec.name, "r1", 1, ((_row(spec, "r1", i), 1),), 0) for i in range(10)]
-    one = ((_row(spec, "r1", 99), 1),)
+    # Its own replica id: other sessions on the same Redis may fence r1 in every collection.
+    r = f"w-{unique[-8:]}"
+    redis.set(epoch_key(namespace, r), 1)
+    good = [Append(spec.name, r, 1, ((_row(spec, r, i), 1),), 0) for i in range(10)]
+    one = ((_row(spec, r, 99), 1),)
     bad: list[tuple[str, Request, str]] = [
-        ("a*", Append("a*", "r1", 1, one, 0), "collection name 'a*' has '*' at position 1"),
+        ("a*", Append("a*", r, 1, one, 0), "collection name 'a*' has '*' at position 1"),
         (
             f"{spec.name}*",
-            Delete(f"{spec.name}*", eq("replica_id", "r1")),
+            Delete(f"{spec.name}*", eq("replica_id", r)),
             f"collection name '{spec.name}*' has '*' at position {len(spec.name)}",
         ),
         (spec.name, Append(spec.name, "r[1]", 1, one, 0), "replica id 'r[1]' has '['"),
-        (spec.name, Append(spec.name, "r1", 1, one, 0, ttl_ms=60_000), "ttl_ms is not supported"),
-        (spec.name, Append(spec.name, "r1", 0, one, 0), "epoch 0 of replica r1 is below 1"),
+        (spec.name, Append(spec.name, r, 1, one, 0, ttl_ms=60_000), "ttl_ms is not supported"),
+        (spec.name, Append(spec.name, r, 0, one, 0), f"epoch 0 of replica {r} is below 1"),
         (
             spec.name,
-            Delete(spec.name, eq("replica_id", "r1"), "forged", Fence("r1", 2**62)),
-            f"epoch {2**62} of replica r1 was never issued (highest issued: 1)",
+            Delete(spec.name, eq("replica_id", r), "forged", Fence(r, 2**62)),
+            f"epoch {2**62} of replica {r} was never issued (highest issued: 1)",
         ),
     ]
     messages = [(spec.name.encode(), encode_request(r)) for r in good]
@@ -231,7 +235,7 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
     query = start_consumer(
         spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
     )
-    expected = {_row(spec, "r1", i): 1 for i in range(10)}
+    expected = {_row(spec, r, i): 1 for i in range(10)}
     try:
 
         def applied() -> None:
@@ -246,4 +250,5 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
     reasons = [dict(m.headers())["reason"].decode() for m in dead]
     for _, _, reason in bad:
         assert sum(reason in text for text in reasons) == 1, (reason, reasons)
-    assert "r1" not in store.fences(spec.name)
+    assert r not in store.fences(spec.name)
+    redis.delete(epoch_key(namespace, r))
