@@ -20,7 +20,7 @@ import redis
 
 from bench import plain_loop
 from bench.e2e_workload import Message, Probe
-from collection_manager.config import ConsumerConfig
+from collection_manager.config import ConsumerConfig, ReplicaConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.producer import DeliveryCallback, KafkaProducer
 from collection_manager.storage.keys import CollectionKeys
@@ -196,7 +196,13 @@ def spark_consumer(
             checkpoint_dir=str(Path(tmp) / "checkpoint"),
             trigger_interval_ms=trigger_ms,
         )
-        query = start_consumer(spark, config, endpoints.kafka_bootstrap, endpoints.redis_url)
+        query = start_consumer(
+            spark,
+            config,
+            endpoints.kafka_bootstrap,
+            endpoints.redis_url,
+            replica_namespace=from_env(ReplicaConfig).replica_namespace,
+        )
         try:
             yield lambda: spark_phases(query)
         finally:

@@ -18,15 +18,17 @@ from typing import Any, Protocol
 import redis
 from confluent_kafka import Consumer, KafkaException, Message
 
+from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer
 from collection_manager.storage.dead_letters import DeadLetterLedger
+from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.store import RedisStore
 from spark_consumers.dead_letters import (
     dead_letter_producer,
     producer_max_bytes,
     send_dead_letters,
 )
-from spark_consumers.decode import KafkaRecord, decode_records
+from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ class LoopSettings:
     max_batch: int = 10_000
     poll_timeout_s: float = 0.1
     max_request_bytes: int = 1_048_576
+    replica_namespace: str = "cm:replicas"
 
 
 def by_partition(messages: Iterable[Message]) -> dict[int, list[KafkaRecord]]:
@@ -83,6 +86,7 @@ def by_partition(messages: Iterable[Message]) -> dict[int, list[KafkaRecord]]:
 
 def _apply_batch(
     store: RedisStore,
+    issued: IssuedEpochs,
     dead_letters: KafkaProducer,
     ledger: DeadLetterLedger,
     settings: LoopSettings,
@@ -93,6 +97,9 @@ def _apply_batch(
     for partition, records in batch.items():
         start = time.perf_counter()
         decoded = decode_records(records, specs, settings.max_request_bytes)
+        # The consumer's epoch check, one round trip per partition (docs/design.md §6).
+        replicas = claimed_replicas(r for _, r in decoded.requests)
+        decoded = refuse_unissued(decoded, records, issued.highest(replicas))
         decoded_at = time.perf_counter()
         dead = send_dead_letters(
             dead_letters, ledger, settings.dead_letter_topic, decoded.dead_letters
@@ -130,6 +137,7 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
     """
     store = RedisStore.connect(settings.redis_url)
     ledger = DeadLetterLedger(redis.Redis.from_url(settings.redis_url))
+    issued = IssuedEpochs(redis.Redis.from_url(settings.redis_url), settings.replica_namespace)
     # A benchmark baseline: the generous limit, without asking the broker.
     dead_letters = dead_letter_producer(
         settings.bootstrap, producer_max_bytes(None), "plain-loop-dlq"
@@ -141,7 +149,8 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             if not messages:
                 continue
             start = time.perf_counter()
-            _apply_batch(store, dead_letters, ledger, settings, by_partition(messages), timings)
+            batch = by_partition(messages)
+            _apply_batch(store, issued, dead_letters, ledger, settings, batch, timings)
             applied_at = time.perf_counter()
             consumer.commit(asynchronous=False)
             timings[3] += time.perf_counter() - applied_at

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from collection_manager.config import ConsumerConfig
+from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger
+from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
 from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters
-from spark_consumers.decode import KafkaRecord, decode_records
+from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 from spark_consumers.python_worker import cheapen_next_task
 
 if TYPE_CHECKING:
@@ -46,7 +48,12 @@ _DEAD_LETTERS = ""  # the summary row of a partition's dead letters and control 
 
 @dataclasses.dataclass(frozen=True)
 class ExecutorSettings:
-    """What the executors need; shipped to them with the function, so plain values only."""
+    """What the executors need; shipped to them with the function, so plain values only.
+
+    Attributes:
+        replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``), where
+            the executors read the issued epochs.
+    """
 
     kafka_bootstrap: str
     redis_url: str
@@ -54,10 +61,16 @@ class ExecutorSettings:
     max_request_bytes: int
     log_max_length: int
     dead_letter_max_bytes: int  # the dead-letter producer's message.max.bytes
+    replica_namespace: str
 
     @classmethod
     def of(
-        cls, config: ConsumerConfig, bootstrap: str, redis_url: str, dead_letter_max_bytes: int
+        cls,
+        config: ConsumerConfig,
+        bootstrap: str,
+        redis_url: str,
+        dead_letter_max_bytes: int,
+        replica_namespace: str,
     ) -> ExecutorSettings:
         """The settings of a consumer configuration."""
         return cls(
@@ -67,6 +80,7 @@ class ExecutorSettings:
             config.max_request_bytes,
             config.log_max_length,
             dead_letter_max_bytes,
+            replica_namespace,
         )
 
 
@@ -76,6 +90,7 @@ _stores: dict[ExecutorSettings, RedisStore] = {}
 _producers: dict[tuple[str, int], KafkaProducer] = {}
 _replica_records: dict[str, ReplicaRecord] = {}
 _ledgers: dict[str, DeadLetterLedger] = {}
+_issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
 
 
 def _store(settings: ExecutorSettings) -> RedisStore:
@@ -92,6 +107,14 @@ def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
             redis.Redis.from_url(settings.redis_url)
         )
     return _replica_records[settings.redis_url]
+
+
+def _issued(settings: ExecutorSettings) -> IssuedEpochs:
+    place = (settings.redis_url, settings.replica_namespace)
+    if place not in _issued_epochs:
+        client = redis.Redis.from_url(settings.redis_url)
+        _issued_epochs[place] = IssuedEpochs(client, settings.replica_namespace)
+    return _issued_epochs[place]
 
 
 def _dead_letter_producer(settings: ExecutorSettings) -> KafkaProducer:
@@ -143,6 +166,9 @@ class PartitionApplier:
         """Applies one chunk of a partition's records; returns its summary rows."""
         topic, partition = records[0].topic, records[0].partition
         decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
+        # One round trip for the replicas this chunk names, not one per request.
+        issued = _issued(self.settings).highest(claimed_replicas(r for _, r in decoded.requests))
+        decoded = refuse_unissued(decoded, records, issued)
         # Before the apply, and never raising for a delivery: a dead letter is published
         # or recorded as unpublished, once, and the partition moves on either way.
         dead_letters = send_dead_letters(
@@ -154,7 +180,7 @@ class PartitionApplier:
         counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
         # After the apply: the controller renews leases from these heartbeats (idempotent).
         seen_at = int(time.time() * 1000)
-        _replica_record(self.settings).record(sightings(decoded.requests, seen_at))
+        _replica_record(self.settings).record(sightings(decoded.requests, seen_at), issued)
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))

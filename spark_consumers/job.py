@@ -40,9 +40,18 @@ def kafka_stream(spark: SparkSession, config: ConsumerConfig, bootstrap: str) ->
 
 
 def start_consumer(
-    spark: SparkSession, config: ConsumerConfig, bootstrap: str, redis_url: str
+    spark: SparkSession,
+    config: ConsumerConfig,
+    bootstrap: str,
+    redis_url: str,
+    *,
+    replica_namespace: str,
 ) -> StreamingQuery:
     """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists.
+
+    Args:
+        replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
+            counters decide which epochs are real (docs/design.md §6).
 
     Raises:
         ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
@@ -52,7 +61,7 @@ def start_consumer(
     # Read once here, shipped to the executors: the dead-letter producer must accept
     # anything the request topic holds.
     max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
-    settings = ExecutorSettings.of(config, bootstrap, redis_url, max_bytes)
+    settings = ExecutorSettings.of(config, bootstrap, redis_url, max_bytes, replica_namespace)
     applied = kafka_stream(spark, config, bootstrap).mapInPandas(
         PartitionApplier(settings), schema=SUMMARY_SCHEMA
     )

@@ -131,12 +131,16 @@ def run_consumer(
     spark_config: SparkConfig,
     infra_config: Any,
     endpoints: Any,
+    replica_namespace: str,
     duration_s: float | None = None,
 ) -> None:
     """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``), through any outage.
 
     A fault of Redis, Kafka or the streaming query never ends it: it waits with backoff and
     starts again from its checkpoint; the watermarks make the replay apply nothing twice.
+
+    Args:
+        replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
     """
     stop = threading.Event()
     stop_on_signals(stop)
@@ -161,7 +165,11 @@ def run_consumer(
         while not stop.is_set():
             try:
                 query = start_consumer(
-                    spark, config, endpoints.kafka_bootstrap, endpoints.redis_url
+                    spark,
+                    config,
+                    endpoints.kafka_bootstrap,
+                    endpoints.redis_url,
+                    replica_namespace=replica_namespace,
                 )
                 logger.info(
                     "consuming %s from %s into %s",

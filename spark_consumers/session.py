@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CONNECTOR = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
+SAFE_PATH = "PYTHONSAFEPATH"
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(-[a-z]+)?\.jar$")
 
 
@@ -90,6 +91,11 @@ def build_spark_session(
     jars = ",".join(str(jar) for jar in connector_jars(infra, extra_packages))
     # Python workers must run the interpreter that has this project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # PySpark starts its workers with ``python -m pyspark.daemon``, which puts the working
+    # directory first on sys.path: a ``schemas/`` folder there would shadow the product's.
+    # PYTHONSAFEPATH (Python >= 3.11) leaves it out. The local JVM, and so its workers,
+    # inherits os.environ; executors of a cluster get it through spark.executorEnv.
+    os.environ[SAFE_PATH] = "1"
     builder = SparkSession.builder.master(spark.spark_master)
     if spark.spark_master.startswith("local"):
         # A local Spark binds to the host's first interface unless told otherwise; keep
@@ -111,6 +117,7 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .config("spark.driver.memory", spark.spark_driver_memory)
         .config("spark.driver.extraJavaOptions", spark.spark_java_options)
         .config("spark.executor.extraJavaOptions", spark.spark_java_options)
+        .config(f"spark.executorEnv.{SAFE_PATH}", "1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")

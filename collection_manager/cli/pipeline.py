@@ -11,7 +11,13 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from collection_manager import devservices
-from collection_manager.config import ConsumerConfig, InfraConfig, SparkConfig, from_env
+from collection_manager.config import (
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    SparkConfig,
+    from_env,
+)
 
 N = TypeVar("N", int, float)
 
@@ -62,7 +68,11 @@ def run_consume(args: argparse.Namespace) -> int:
         spark_config = dataclasses.replace(spark_config, spark_master=args.master)
     infra_config = from_env(InfraConfig)
     endpoints = devservices.running(infra_config)
-    run_consumer(from_env(ConsumerConfig), spark_config, infra_config, endpoints, args.duration)
+    # The controller's namespace: the consumer reads its epoch counters (docs/design.md §6).
+    namespace = from_env(ReplicaConfig).replica_namespace
+    run_consumer(
+        from_env(ConsumerConfig), spark_config, infra_config, endpoints, namespace, args.duration
+    )
     return 0
 
 

@@ -210,5 +210,7 @@ class ReplicaConfig:
         "", "Appended to the introspection collections' names (tests use their own copies)."
     )
     replica_namespace: str = setting(
-        "cm:replicas", "Prefix of the controller's Redis keys (epoch counters, members, leases)."
+        "cm:replicas",
+        "Prefix of the controller's Redis keys (epoch counters, members, leases); the "
+        "consumer reads the epoch counters there and refuses epochs never issued.",
     )

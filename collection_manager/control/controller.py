@@ -33,6 +33,7 @@ from collection_manager.control.members import (
 )
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.filters import eq
+from collection_manager.core.names import check_replica_id
 from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSighting
@@ -125,7 +126,12 @@ class Controller:
 
         A replica that is still a member is removed first (rehydration): its rows are
         retracted and its epoch fenced before the new incarnation can publish.
+
+        Raises:
+            InvalidNameError: for an id outside the name rule (``core/names.py``); the
+                consumer would refuse every request of it.
         """
+        check_replica_id(replica_id)
         with self._lock:
             current = self._members.get(replica_id)
             if current is not None and current.state != REMOVED:

@@ -3,7 +3,8 @@
 Keys, under a namespace (default ``cm:replicas``):
 
 - ``<ns>:epoch:<replica_id>``: the epoch counter, advanced with ``INCR`` so two
-  controllers can never hand out the same epoch;
+  controllers can never hand out the same epoch (``storage/epochs.py`` names it; the
+  consumer reads it to refuse epochs never issued);
 - ``<ns>:members``: hash replica id -> JSON :class:`Member`;
 - ``<ns>:leases``: hash replica id -> JSON lease (epoch, expires_at, renewed_at), written
   by the controller's lease loop so that other processes can show it.
@@ -21,6 +22,7 @@ from collections.abc import Callable
 import redis
 
 from collection_manager.control.leases import Lease
+from collection_manager.storage.epochs import epoch_key
 
 ACTIVE = "active"
 REMOVING = "removing"
@@ -95,7 +97,7 @@ class MemberRecord:
 
     def next_epoch(self, replica_id: str) -> int:
         """A new epoch of ``replica_id``, higher than every one handed out before."""
-        return int(self._client.incr(f"{self.namespace}:epoch:{replica_id}"))
+        return int(self._client.incr(epoch_key(self.namespace, replica_id)))
 
     def get(self, replica_id: str) -> Member | None:
         """The record of ``replica_id``, if any."""

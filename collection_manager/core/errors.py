@@ -80,3 +80,15 @@ class FilterError(CollectionManagerError):
 
 class UnknownCollectionError(CollectionManagerError):
     """A request or read that names a collection nobody created."""
+
+
+class InvalidNameError(CollectionManagerError):
+    """A collection name or replica id outside the name rule (``core/names.py``)."""
+
+
+class EpochError(CollectionManagerError):
+    """An epoch no controller issued: zero, negative, or above the replica's highest."""
+
+
+class UnsupportedError(CollectionManagerError):
+    """A request uses a field whose effect is not implemented yet; applying it would lie."""

@@ -9,8 +9,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from collection_manager.core.errors import SchemaError, UnknownCollectionError
+from collection_manager.core.errors import (
+    EpochError,
+    SchemaError,
+    UnknownCollectionError,
+    UnsupportedError,
+)
 from collection_manager.core.filters import Filter, validate
+from collection_manager.core.names import check_collection_name, check_replica_id
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
 from collection_manager.core.specs import CollectionSpec, Row, Value, validate_row
 
@@ -99,6 +105,8 @@ class Heartbeat:
     sent_at: int | None = None
 
 
+MIN_EPOCH = 1  # the first value of the controller's epoch counter (INCR from nothing)
+
 Control = ReplicaAdded | ReplicaRemoved | Heartbeat
 Request = Append | Delete | ReplicaAdded | ReplicaRemoved | Heartbeat
 
@@ -108,19 +116,62 @@ def collection_of(request: Request) -> str | None:
     return request.collection if isinstance(request, Append | Delete) else None
 
 
+def epoch_claims(request: Request) -> tuple[tuple[str, int], ...]:
+    """The ``(replica_id, epoch)`` pairs of ``request`` that the controller must have issued.
+
+    Control requests and a delete's fence (``core/epochs.py`` checks them); appends claim
+    none: their epoch is judged by the fuse.
+    """
+    if isinstance(request, Heartbeat | ReplicaAdded | ReplicaRemoved):
+        return ((request.replica_id, request.epoch),)
+    if isinstance(request, Delete) and request.fence is not None:
+        return ((request.fence.replica_id, request.fence.epoch),)
+    return ()
+
+
+def _replicas_and_epochs(request: Request) -> list[tuple[str, int]]:
+    pairs = list(epoch_claims(request))
+    if isinstance(request, Append):
+        pairs.append((request.replica_id, request.epoch))
+    return pairs
+
+
 def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> None:
-    """Checks a decoded request against the collection catalog.
+    """Checks a decoded request on its own and against the collection catalog.
+
+    Names and epochs are checked before the catalog lookup, so a bad name is refused for
+    what it is, not as an unknown collection. Whether an epoch was issued needs the
+    controller's counters: ``core/epochs.py`` checks that, in the consumer.
 
     Args:
         request: the request.
         specs: the known collections by name.
 
     Raises:
+        InvalidNameError: for a collection name or replica id outside ``core/names.py``.
+        EpochError: for an epoch below :data:`MIN_EPOCH`.
+        UnsupportedError: for an append that sets ``ttl_ms`` (row TTL is not implemented).
         UnknownCollectionError: when it names a collection not in ``specs``.
         SchemaError: for a row that does not fit the collection's schema.
         FilterError: for an invalid delete filter.
     """
     name = collection_of(request)
+    if name is not None:
+        check_collection_name(name)
+    for replica_id, epoch in _replicas_and_epochs(request):
+        check_replica_id(replica_id)
+        if epoch < MIN_EPOCH:
+            raise EpochError(
+                f"epoch {epoch} of replica {replica_id} is below {MIN_EPOCH}, "
+                f"the first epoch a controller issues",
+                collection=name,
+            )
+    if isinstance(request, Append) and request.ttl_ms is not None:
+        raise UnsupportedError(
+            f"ttl_ms is not supported yet (got {request.ttl_ms}): the rows would never expire; "
+            "leave it unset",
+            collection=name,
+        )
     if name is None:
         return
     if name not in specs:

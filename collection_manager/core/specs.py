@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collection_manager.core.errors import SchemaError
+from collection_manager.core.names import check_collection_name
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
 
 Value = None | bool | int | float | str
@@ -93,6 +94,7 @@ class CollectionSpec:
         columns: derived from ``row_schema``.
 
     Raises:
+        InvalidNameError: for a name outside the name rule (``core/names.py``).
         SchemaError: for a bad row schema or an indexed column that is missing or of a
             type that cannot be indexed.
     """
@@ -103,6 +105,8 @@ class CollectionSpec:
     columns: tuple[Column, ...] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
+        # The name becomes part of every Redis key of the collection (storage/keys.py).
+        check_collection_name(self.name)
         object.__setattr__(self, "indexed_columns", tuple(self.indexed_columns))
         object.__setattr__(self, "columns", columns_of(self.row_schema))
         kinds = {c.name: c.type for c in self.columns}

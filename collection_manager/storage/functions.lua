@@ -154,6 +154,23 @@ local function cm_read(keys, args)
 end
 
 -- The version of this library's source, so that a client can tell whether to replace it.
+-- Deletes one collection's keys by name, never by pattern: the index sets of its current
+-- rows, derived by row_index_keys as add derives them (a set exists only while a row of its
+-- value is in contents), then its keys. Arguments: the index prefix, unused, the payload
+-- with the indexed columns (ic). One call, so no write of a racing apply lands between
+-- reading the rows and deleting. Returns how many keys went.
+local function cm_drop(keys, args)
+  local index_prefix, indexed = args[1], cjson.decode(args[3]).ic
+  local doomed = {}
+  for _, row in ipairs(redis.call('HKEYS', keys[1])) do
+    for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do doomed[key] = true end
+  end
+  local deleted = 0
+  for key in pairs(doomed) do deleted = deleted + redis.call('DEL', key) end
+  for _, key in ipairs(keys) do deleted = deleted + redis.call('DEL', key) end
+  return deleted
+end
+
 local function cm_version()
   return VERSION
 end
@@ -161,5 +178,6 @@ end
 redis.register_function('cm_apply', cm_apply)
 redis.register_function('cm_due', cm_due)
 redis.register_function('cm_horizon', cm_horizon)
+redis.register_function('cm_drop', cm_drop)
 redis.register_function{function_name = 'cm_read', callback = cm_read, flags = {'no-writes'}}
 redis.register_function{function_name = 'cm_version', callback = cm_version, flags = {'no-writes'}}

@@ -33,8 +33,9 @@ APPLY = "cm_apply"
 DUE = "cm_due"
 HORIZON = "cm_horizon"
 READ = "cm_read"
+DROP = "cm_drop"
 VERSION_FUNCTION = "cm_version"
-FUNCTIONS = (APPLY, DUE, HORIZON, READ, VERSION_FUNCTION)
+FUNCTIONS = (APPLY, DUE, HORIZON, READ, DROP, VERSION_FUNCTION)
 
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 

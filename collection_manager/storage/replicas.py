@@ -3,13 +3,18 @@
 The controller renews leases from this record (a heartbeat travels through Kafka like any
 request, so a replica that can reach Kafka is alive) and shows it in ``replicas``.
 Recording is idempotent: a replayed control request changes nothing.
+
+Only epochs the controller issued reach the record (the consumer dead-letters the rest,
+``core/epochs.py``). A record kept from before that check, with an epoch above the highest
+issued, would hide every later sighting of the replica and so stop the leases of its real
+incarnations from renewing: the next sighting replaces it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import redis
 
@@ -17,13 +22,19 @@ from collection_manager.core.requests import Heartbeat, ReplicaAdded, ReplicaRem
 
 SEEN = "cm:replicas:seen"
 
-# Keep the newer record: a higher epoch, or the same epoch at a later offset position.
+# Keep the newer record: a higher epoch, or the same epoch at a later offset position. A
+# kept record above ARGV[3], the highest issued epoch (when given), was never issued: the
+# new sighting replaces it. (Lua compares as doubles: exact for every epoch ever issued.)
 _RECORD = """
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if old then
   local o = cjson.decode(old)
   local n = cjson.decode(ARGV[2])
-  if o.epoch > n.epoch or (o.epoch == n.epoch and o.seq >= n.seq) then return 0 end
+  local issued = tonumber(ARGV[3])
+  local forged = issued ~= nil and o.epoch > issued
+  if not forged and (o.epoch > n.epoch or (o.epoch == n.epoch and o.seq >= n.seq)) then
+    return 0
+  end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
@@ -74,12 +85,21 @@ class ReplicaRecord:
         self._client = client
         self._record = client.register_script(_RECORD)
 
-    def record(self, seen: Sequence[ReplicaSighting]) -> None:
-        """Keeps each sighting unless a newer one of the replica is already kept."""
+    def record(
+        self, seen: Sequence[ReplicaSighting], issued: Mapping[str, int] | None = None
+    ) -> None:
+        """Keeps each sighting unless a newer one of the replica is already kept.
+
+        Args:
+            seen: the sightings, in offset order.
+            issued: replica id -> highest issued epoch; a kept record above it is replaced.
+        """
+        issued = issued or {}
         for sighting in seen:
-            self._record(
-                keys=[SEEN], args=[sighting.replica_id, json.dumps(dataclasses.asdict(sighting))]
-            )
+            ceiling = issued.get(sighting.replica_id)
+            record = json.dumps(dataclasses.asdict(sighting))
+            args = [sighting.replica_id, record, "" if ceiling is None else ceiling]
+            self._record(keys=[SEEN], args=args)
 
     def all(self) -> dict[str, ReplicaSighting]:
         """The latest sighting of every replica."""

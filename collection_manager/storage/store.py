@@ -19,6 +19,7 @@ from collection_manager.core.filters import Filter, validate
 from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import (
     CATALOG,
@@ -59,6 +60,11 @@ class LogEntry:
     diff: int
 
 
+def _spec_of(name: str, raw: bytes | str) -> CollectionSpec:
+    record = json.loads(raw)
+    return CollectionSpec(name, record["row_schema"], tuple(record["indexed_columns"]))
+
+
 def _layout_call(spec: CollectionSpec) -> FunctionCall:
     return function_call([], spec)
 
@@ -87,7 +93,9 @@ class RedisStore:
         self._log_max_length = log_max_length
         self._chunk_updates = chunk_updates
         ensure_loaded(client)
+        self._drop = CollectionDrop(client)
         self._specs: dict[str, CollectionSpec] = {}
+        self._skipped: set[str] = set()  # catalog names outside the name rule, warned once
 
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> RedisStore:
@@ -102,7 +110,10 @@ class RedisStore:
     # Catalog
 
     def create_collection(self, spec: CollectionSpec) -> None:
-        """Registers a collection (replacing the definition of one with the same name)."""
+        """Registers a collection (replacing the definition of one with the same name).
+
+        The name was checked against the name rule when ``spec`` was made (``core/names.py``).
+        """
         record = {"row_schema": spec.row_schema, "indexed_columns": list(spec.indexed_columns)}
         self._client.hset(CATALOG, spec.name, json.dumps(record))
         self._specs[spec.name] = spec
@@ -112,6 +123,7 @@ class RedisStore:
 
         Raises:
             UnknownCollectionError: when no such collection was created.
+            InvalidNameError: for a name created before the name rule (``core/names.py``).
         """
         if collection not in self._specs:
             raw = self._client.hget(CATALOG, collection)
@@ -120,27 +132,38 @@ class RedisStore:
                 raise UnknownCollectionError(
                     f"unknown collection {collection!r}; known: {known}", collection=collection
                 )
-            record = json.loads(raw)
-            self._specs[collection] = CollectionSpec(
-                collection, record["row_schema"], tuple(record["indexed_columns"])
-            )
+            self._specs[collection] = _spec_of(collection, raw)
         return self._specs[collection]
 
     def specs(self) -> dict[str, CollectionSpec]:
-        """Every collection's definition, by name."""
-        return {name: self.spec(name) for name in self.collections()}
+        """Every collection's definition, by name, from one read of the catalog.
+
+        One read, so a collection dropped meanwhile cannot fail the call (the consumer
+        calls it every micro-batch). An entry that is no valid definition (a name from
+        before the name rule, ``core/names.py``) is left out with a warning: requests
+        naming it are refused, the consumer keeps running, and it can still be dropped.
+        """
+        specs = {}
+        for key, raw in sorted(self._client.hgetall(CATALOG).items()):
+            name = _text(key)
+            if name not in self._specs:
+                try:
+                    self._specs[name] = _spec_of(name, raw)
+                except CollectionManagerError as exc:
+                    if name not in self._skipped:
+                        self._skipped.add(name)
+                        logger.warning("ignoring collection %r: %s; drop it", name, exc)
+                    continue
+            specs[name] = self._specs[name]
+        return specs
 
     def collections(self) -> list[str]:
         """Names of all collections, sorted."""
         return sorted(_text(name) for name in self._client.hkeys(CATALOG))
 
     def drop_collection(self, collection: str) -> None:
-        """Deletes a collection with all its keys."""
-        keys = CollectionKeys(collection)
-        doomed = list(self._client.scan_iter(match=f"{keys.index_prefix}*", count=1000))
-        doomed += keys.function_keys()
-        for start in range(0, len(doomed), 1000):
-            self._client.delete(*doomed[start : start + 1000])
+        """Deletes a collection with exactly its keys (never keys matched by a pattern)."""
+        self._drop.drop(collection)
         self._client.hdel(CATALOG, collection)
         self._specs.pop(collection, None)
 

@@ -16,6 +16,7 @@ from collection_manager.config import ConsumerConfig
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.epochs import epoch_key
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
@@ -33,6 +34,15 @@ def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]
     yield made
     for spec in made:
         store.drop_collection(spec.name)
+
+
+@pytest.fixture
+def namespace(redis: redis_lib.Redis, unique: str) -> Iterator[str]:
+    """The test's controller namespace, where epoch 1 of r1 was issued (its fences are real)."""
+    name = f"cm:replicas:{unique}"
+    redis.set(epoch_key(name, "r1"), 1)
+    yield name
+    redis.delete(epoch_key(name, "r1"))
 
 
 @pytest.fixture
@@ -103,6 +113,7 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
     endpoints: Any,
     specs: list[CollectionSpec],
     consumer_config: ConsumerConfig,
+    namespace: str,
 ) -> None:
     requests = _stream(specs)
     messages = [(r.collection.encode(), encode_request(r)) for r in requests]  # type: ignore[union-attr]
@@ -121,7 +132,9 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
     model = ModelStore(specs)
     model.apply_all(requests)
     store = RedisStore(redis)
-    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
     try:
 
         def applied() -> None:
@@ -153,6 +166,7 @@ def test_appends_in_flight_behind_a_fence_never_appear(
     endpoints: Any,
     specs: list[CollectionSpec],
     consumer_config: ConsumerConfig,
+    namespace: str,
 ) -> None:
     spec = specs[0]
     early = [Append(spec.name, "r1", 1, ((_row(spec, "r1", i), 1),), 0) for i in range(50)]
@@ -165,7 +179,9 @@ def test_appends_in_flight_behind_a_fence_never_appear(
         kafka, consumer_config.topic, [(spec.name.encode(), encode_request(r)) for r in stream]
     )
     store = RedisStore(redis)
-    query = start_consumer(spark, consumer_config, kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
     try:
 
         def applied() -> None:
@@ -177,3 +193,62 @@ def test_appends_in_flight_behind_a_fence_never_appear(
     rows = store.snapshot(spec.name).rows
     assert rows == {_row(spec, "r1", 200 + i): 1 for i in range(5)}  # only the new epoch
     assert store.stats(spec.name)["fused_appends"] == len(late)
+
+
+def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
+    spark: Any,
+    kafka: str,
+    redis: redis_lib.Redis,
+    endpoints: Any,
+    specs: list[CollectionSpec],
+    consumer_config: ConsumerConfig,
+    namespace: str,
+    unique: str,
+) -> None:
+    spec = specs[0]
+    # Its own replica id: other sessions on the same Redis may fence r1 in every collection.
+    r = f"w-{unique[-8:]}"
+    redis.set(epoch_key(namespace, r), 1)
+    good = [Append(spec.name, r, 1, ((_row(spec, r, i), 1),), 0) for i in range(10)]
+    one = ((_row(spec, r, 99), 1),)
+    bad: list[tuple[str, Request, str]] = [
+        ("a*", Append("a*", r, 1, one, 0), "collection name 'a*' has '*' at position 1"),
+        (
+            f"{spec.name}*",
+            Delete(f"{spec.name}*", eq("replica_id", r)),
+            f"collection name '{spec.name}*' has '*' at position {len(spec.name)}",
+        ),
+        (spec.name, Append(spec.name, "r[1]", 1, one, 0), "replica id 'r[1]' has '['"),
+        (spec.name, Append(spec.name, r, 1, one, 0, ttl_ms=60_000), "ttl_ms is not supported"),
+        (spec.name, Append(spec.name, r, 0, one, 0), f"epoch 0 of replica {r} is below 1"),
+        (
+            spec.name,
+            Delete(spec.name, eq("replica_id", r), "forged", Fence(r, 2**62)),
+            f"epoch {2**62} of replica {r} was never issued (highest issued: 1)",
+        ),
+    ]
+    messages = [(spec.name.encode(), encode_request(r)) for r in good]
+    for i, (key, request, _) in enumerate(bad):
+        messages.insert(2 * i + 1, (key.encode(), encode_request(request)))
+    _produce(kafka, consumer_config.topic, messages)
+    store = RedisStore(redis)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
+    expected = {_row(spec, r, i): 1 for i in range(10)}
+    try:
+
+        def applied() -> None:
+            assert query.exception() is None, query.exception()
+            assert store.snapshot(spec.name).rows == expected
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+        dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=len(bad))
+        assert query.isActive
+    finally:
+        query.stop()
+    reasons = [dict(m.headers())["reason"].decode() for m in dead]
+    for _, _, reason in bad:
+        assert sum(reason in text for text in reasons) == 1, (reason, reasons)
+    assert r not in store.fences(spec.name)
+    redis.delete(epoch_key(namespace, r))

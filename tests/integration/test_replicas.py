@@ -90,7 +90,8 @@ def consumer(
         checkpoint_dir=str(tmp_path / "checkpoint"),
         trigger_interval_ms=200,
     )
-    query = start_consumer(spark, config, kafka, endpoints.redis_url)
+    namespace = controller.config.replica_namespace
+    query = start_consumer(spark, config, kafka, endpoints.redis_url, replica_namespace=namespace)
     try:
         yield query
     finally:

@@ -1,0 +1,38 @@
+"""The controller's epoch counters: where they live, and reading the highest issued.
+
+``<namespace>:epoch:<replica_id>`` is advanced with ``INCR`` by the controller
+(``control/members.py``) and only read here, by the consumer, which refuses epochs above
+it (``core/epochs.py``). The key is defined once, in this module, for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import redis
+
+
+def epoch_key(namespace: str, replica_id: str) -> str:
+    """The counter of ``replica_id``'s epochs under ``namespace`` (e.g. ``cm:replicas``)."""
+    return f"{namespace}:epoch:{replica_id}"
+
+
+class IssuedEpochs:
+    """Reads the highest epoch the controller issued per replica.
+
+    Args:
+        client: a Redis client.
+        namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str) -> None:
+        self._client = client
+        self.namespace = namespace
+
+    def highest(self, replica_ids: Collection[str]) -> dict[str, int]:
+        """Replica id -> highest issued epoch, in one round trip; those with none left out."""
+        ids = sorted(replica_ids)
+        if not ids:
+            return {}
+        values = self._client.mget([epoch_key(self.namespace, r) for r in ids])
+        return {r: int(v) for r, v in zip(ids, values, strict=True) if v is not None}

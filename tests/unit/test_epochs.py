@@ -1,0 +1,93 @@
+"""Epoch authority (pure): epochs below 1 or above the highest issued are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from collection_manager.core.epochs import check_issued, claimed_replicas
+from collection_manager.core.errors import EpochError, UnsupportedError
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import (
+    Append,
+    Delete,
+    Fence,
+    Heartbeat,
+    ReplicaAdded,
+    ReplicaRemoved,
+    Request,
+    epoch_claims,
+    validate_request,
+)
+from tests.unit.strategies import FRONTIERS
+
+SPECS = {FRONTIERS.name: FRONTIERS}
+FORGED = 2**62
+ROW = ("r1", "a", 0, 1)
+
+
+def _fenced(replica: str, epoch: int) -> Delete:
+    return Delete(FRONTIERS.name, eq("replica_id", replica), "removed", Fence(replica, epoch))
+
+
+def test_claims_are_control_requests_and_fences() -> None:
+    assert epoch_claims(Heartbeat("r1", 3, 10)) == (("r1", 3),)
+    assert epoch_claims(ReplicaAdded("r1", 3)) == (("r1", 3),)
+    assert epoch_claims(ReplicaRemoved("r1", 3)) == (("r1", 3),)
+    assert epoch_claims(_fenced("r2", 4)) == (("r2", 4),)
+    assert epoch_claims(Delete(FRONTIERS.name, eq("replica_id", "r1"))) == ()
+    assert epoch_claims(Append(FRONTIERS.name, "r1", 9, (), 0)) == ()
+    requests: list[Request] = [Heartbeat("r1", 1), _fenced("r2", 1), Append("c", "r3", 1, (), 0)]
+    assert claimed_replicas(requests) == {"r1", "r2"}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Heartbeat("r1", FORGED),
+        ReplicaAdded("r1", 4),
+        ReplicaRemoved("r1", FORGED),
+        _fenced("r1", 4),
+    ],
+)
+def test_an_epoch_above_the_highest_issued_is_refused(request_: Request) -> None:
+    epoch = epoch_claims(request_)[0][1]
+    with pytest.raises(EpochError) as caught:
+        check_issued(request_, {"r1": 3})
+    assert str(caught.value) == f"epoch {epoch} of replica r1 was never issued (highest issued: 3)"
+
+
+def test_an_epoch_of_a_replica_never_added_is_refused() -> None:
+    with pytest.raises(
+        EpochError, match=r"epoch 1 of replica r9 was never issued \(highest issued: none\)"
+    ):
+        check_issued(Heartbeat("r9", 1), {"r1": 3})
+
+
+@pytest.mark.parametrize("epoch", [1, 2, 3])
+def test_issued_epochs_pass(epoch: int) -> None:
+    for request in (Heartbeat("r1", epoch), ReplicaRemoved("r1", epoch), _fenced("r1", epoch)):
+        check_issued(request, {"r1": 3})
+    # Appends are judged by the fuse, not here.
+    check_issued(Append(FRONTIERS.name, "r1", FORGED, (), 0), {})
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Heartbeat("r1", 0),
+        ReplicaAdded("r1", -1),
+        ReplicaRemoved("r1", -(2**63)),
+        _fenced("r1", 0),
+        Append(FRONTIERS.name, "r1", 0, ((ROW, 1),), 0),
+    ],
+)
+def test_epochs_below_one_are_refused_on_the_wire(request_: Request) -> None:
+    with pytest.raises(EpochError, match=r"epoch -?\d+ of replica r1 is below 1"):
+        validate_request(request_, SPECS)
+
+
+def test_ttl_ms_is_refused_until_rows_can_expire() -> None:
+    append = Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, ttl_ms=5_000)
+    with pytest.raises(UnsupportedError, match=r"ttl_ms is not supported yet .*never expire"):
+        validate_request(append, SPECS)
+    validate_request(Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, valid_until=5), SPECS)
