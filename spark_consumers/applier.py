@@ -24,7 +24,7 @@ from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
-from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters
+from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters, send_refused
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 from spark_consumers.python_worker import cheapen_next_task
 
@@ -178,6 +178,15 @@ class PartitionApplier:
             decoded.dead_letters,
         )
         counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
+        refusing = [name for name, c in counts.items() if c.get("refused")]
+        if refusing:
+            dead_letters += send_refused(
+                _dead_letter_producer(self.settings),
+                self.settings.dead_letter_topic,
+                store,
+                refusing,
+                records,
+            )
         # After the apply: the controller renews leases from these heartbeats (idempotent).
         seen_at = int(time.time() * 1000)
         _replica_record(self.settings).record(sightings(decoded.requests, seen_at), issued)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -31,7 +31,8 @@ from collection_manager.storage.dead_letters import (
     bounded,
     bounded_text,
 )
-from spark_consumers.decode import DeadLetter
+from collection_manager.storage.store import RedisStore
+from spark_consumers.decode import DeadLetter, KafkaRecord
 
 logger = logging.getLogger(__name__)
 
@@ -214,3 +215,55 @@ def _by_partition(dead: Iterable[DeadLetter]) -> dict[tuple[str, int], list[Dead
     for letter in dead:
         grouped.setdefault((letter.record.topic, letter.record.partition), []).append(letter)
     return grouped
+
+
+# The error kind of an append the store refused whole (see RedisStore.apply).
+REFUSED_KIND = "MultiplicityOverflowError"
+
+
+def send_refused(
+    producer: KafkaProducer,
+    topic: str,
+    store: RedisStore,
+    collections: Iterable[str],
+    records: Sequence[KafkaRecord],
+) -> int:
+    """Publishes the dead letters of appends the store refused in ``collections``.
+
+    The store recorded each refusal in the same call that refused it and passed the
+    watermark over it, so each is recorded once; here each is published and, once
+    acknowledged, forgotten. One that is not acknowledged stays recorded and is sent again
+    the next time its collection refuses an append (a duplicate is told by its
+    ``source.*`` headers). Returns how many were published.
+    """
+    by_position = {(r.topic, r.partition, r.offset): r for r in records}
+    published = 0
+    for name in collections:
+        refused = store.take_refused(name)
+        letters = [_refused_letter(field, why, by_position) for field, why in refused.items()]
+        if not letters:
+            continue
+        delivery = publish(producer, topic, letters, DELIVERY_TIMEOUT_MS / 1000 + _FLUSH_GRACE_S)
+        done = {_refused_field(letter.record) for letter in delivery.published}
+        store.forget_refused(name, sorted(done))
+        for letter, kind, reason in delivery.failed:
+            logger.error(
+                "refused append %s could not be published to %s (%s: %s); kept for a retry",
+                _refused_field(letter.record), topic, kind, bounded_text(reason),
+            )  # fmt: skip
+        published += len(done)
+    return published
+
+
+def _refused_field(record: KafkaRecord) -> str:
+    return f"{record.topic}:{record.partition}:{record.offset}"
+
+
+def _refused_letter(
+    field: str, why: str, by_position: dict[tuple[str, int, int], KafkaRecord]
+) -> DeadLetter:
+    source, partition, offset = field.rsplit(":", 2)
+    position = (source, int(partition), int(offset))
+    # The record's bytes are at hand unless it was refused by an earlier, crashed run.
+    record = by_position.get(position) or KafkaRecord(*position, None, None)
+    return DeadLetter(record, REFUSED_KIND, why)

@@ -16,6 +16,17 @@
 -- closures over that call's keys so that the hot path (add, per update) reads upvalues,
 -- as plain script locals did, not fields of a context table.
 
+-- An integer of the numeric domain (|n| <= 2^53 - 1) as Redis and JSON want it. Never
+-- tostring or a number argument of redis.call: both write 14 significant digits, so
+-- 9007199254740991 would become 9.007199254741e+15.
+local function integer(n)
+  return string.format('%d', n)
+end
+
+-- The largest integer the domain holds (docs/design.md §2): doubles hold every integer up
+-- to it exactly, and a sum past it lands past it (rounding is monotonic).
+local INT_LIMIT = 9007199254740991
+
 -- The index set keys of a row: <index_prefix><column>:<value> per non-null indexed column.
 local function row_index_keys(indexed, index_prefix, row)
   local values, keys, null = cjson.decode(row), {}, cjson.null
@@ -71,16 +82,22 @@ local function open_validity(k)
     return raw and cjson.decode(raw) or {}
   end
 
+  -- Written by hand, not with cjson.encode: cjson writes numbers with 14 significant
+  -- digits, and the domain's integers have up to 16.
   function v.save_ledger(row, entry)
-    if next(entry) == nil then
+    local parts = {}
+    for key, total in pairs(entry) do
+      parts[#parts + 1] = '"' .. key .. '":' .. integer(total)
+    end
+    if #parts == 0 then
       redis.call('HDEL', validity, row)
     else
-      redis.call('HSET', validity, row, cjson.encode(entry))
+      redis.call('HSET', validity, row, '{' .. table.concat(parts, ',') .. '}')
     end
   end
 
   function v.add(valid_until, row, diff)
-    local entry, key = v.ledger(row), tostring(valid_until)
+    local entry, key = v.ledger(row), integer(valid_until)
     local total = (entry[key] or 0) + diff
     local member = key .. '|' .. row
     if total == 0 then
@@ -89,7 +106,7 @@ local function open_validity(k)
     else
       entry[key] = total
       if not expiration_now or valid_until < expiration_now then
-        redis.call('ZADD', schedule, valid_until, member)
+        redis.call('ZADD', schedule, key, member)
       end
     end
     v.save_ledger(row, entry)
@@ -139,7 +156,7 @@ local function open_collection(keys, args)
   -- One update of a row's multiplicity: contents, index sets, change log, and the count of
   -- retractions that leave a row negative.
   function c.add(time, row, diff)
-    local new = redis.call('HINCRBY', contents, row, diff)
+    local new = redis.call('HINCRBY', contents, row, integer(diff))
     if new == diff then
       for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do
         redis.call('SADD', key, row)

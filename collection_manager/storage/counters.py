@@ -18,6 +18,7 @@ COUNTERS: tuple[str, ...] = (
     "invalid_retractions",  # updates that left a row negative, replica not fenced
     "fenced_invalid_retractions",  # the same where the row's replica is fenced
     "replays_skipped",  # request groups at or below the watermark (a replayed batch)
+    "refused",  # appends refused whole: they would take a multiplicity out of the domain
 )
 
 # Counted by the retraction timer (``RedisStore.retract_due``), never by applying requests.

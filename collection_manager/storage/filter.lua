@@ -4,6 +4,20 @@
 -- cjson exists while a function runs, not while the library loads: looked up at call time.
 
 local matches
+
+-- -1, 0 or 1 as a sorts before, equal to or after b. Strings compare byte by byte, which
+-- for UTF-8 is code point order, as in Python: Lua's own < on strings follows the C
+-- library's collation of Redis's locale.
+local function order(a, b)
+  if a == b then return 0 end
+  if type(a) ~= 'string' then return a < b and -1 or 1 end
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  return #a < #b and -1 or 1
+end
+
 local function all_match(terms, row, from)
   for i = from, #terms do if not matches(terms[i], row) then return false end end
   return true
@@ -27,14 +41,19 @@ matches = function(f, row)
   local lit = f[3]
   if op == 'eq' then return v == lit end
   if op == 'ne' then return v ~= lit end
-  if op == 'lt' then return v < lit end
-  if op == 'le' then return v <= lit end
-  if op == 'gt' then return v > lit end
-  if op == 'ge' then return v >= lit end
+  if op == 'lt' then return order(v, lit) < 0 end
+  if op == 'le' then return order(v, lit) <= 0 end
+  if op == 'gt' then return order(v, lit) > 0 end
+  if op == 'ge' then return order(v, lit) >= 0 end
   if op == 'prefix' then return string.sub(v, 1, #lit) == lit end
   if op == 'in' then
-    for _, candidate in ipairs(lit) do if v == candidate then return true end end
-    return false
+    -- A set, built on first use in this call: constant time per row however long the list
+    -- (Lua table keys keep true apart from 1, and 1 equal to 1.0, as the Python model does).
+    if f.set == nil then
+      f.set = {}
+      for _, candidate in ipairs(lit) do f.set[candidate] = true end
+    end
+    return f.set[v] == true
   end
   error('unknown filter op ' .. tostring(op))  -- filters are validated before they get here
 end

@@ -14,7 +14,47 @@ end
 
 local function fence(fences, replica, epoch)
   local dead = redis.call('HGET', fences, replica)
-  if not dead or epoch > tonumber(dead) then redis.call('HSET', fences, replica, epoch) end
+  if not dead or epoch > tonumber(dead) then
+    redis.call('HSET', fences, replica, integer(epoch))
+  end
+end
+
+-- Every multiplicity the append ops of a chunk would leave, checked before the chunk writes
+-- anything: the index (in ops) of the first op that would take a row out of the domain,
+-- with the row and the value, or nil. Fences of the chunk count as they come (an op after
+-- a fence may be fused); a delete ends a chunk (see storage/ops.py), so none precedes an
+-- append here.
+local function first_overflow(c, args, ops, watermark)
+  local contents, pending, fenced = c.keys.contents, {}, {}
+  for i, op in ipairs(ops) do
+    if op.o > watermark and op.k == 'f' then
+      fenced[op.fr] = math.max(fenced[op.fr] or 0, op.fe)
+    elseif op.o > watermark and op.k == 'a' then
+      for _, part in ipairs(op.p) do
+        local dead = fenced[part.r]
+        if not ((dead and dead >= part.e) or is_fenced(c.keys.fences, part.r, part.e)) then
+          local rows, from = args[part.a], 1
+          for _, diff in ipairs(part.d) do
+            local to = string.find(rows, '\n', from, true) or (#rows + 1)
+            local row = string.sub(rows, from, to - 1)
+            from = to + 1
+            local now = pending[row] or tonumber(redis.call('HGET', contents, row) or '0')
+            local new = now + diff
+            if new > INT_LIMIT or new < -INT_LIMIT then return i, row, new end
+            pending[row] = new
+          end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- An append refused whole: recorded (once, as the watermark passes it) for the consumer to
+-- dead-letter, and counted; nothing of it is written and no time passes.
+local function refuse(c, watermark_field, op)
+  redis.call('HSET', c.keys.refused, watermark_field .. ':' .. integer(op.s), op.why)
+  c.counts.refused = c.counts.refused + 1
 end
 
 local function delete(c, time, op)
@@ -68,10 +108,18 @@ local function cm_apply(keys, args)
       return redis.error_reply('request group straddles the applied offset ' .. watermark)
     end
   end
+  local refused, row, value = first_overflow(c, args, ops, watermark)
+  if refused then
+    -- Nothing written: the caller splits the op into its requests, or refuses the one.
+    return {'refused', refused, row, integer(value)}
+  end
   local counts = c.counts
   for _, op in ipairs(ops) do
     if op.o <= watermark then
       counts.replays_skipped = counts.replays_skipped + 1
+    elseif op.k == 'x' then
+      refuse(c, watermark_field, op)
+      watermark = op.o
     elseif op.k == 'f' then
       fence(c.keys.fences, op.fr, op.fe)
       watermark = op.o
@@ -84,7 +132,7 @@ local function cm_apply(keys, args)
       watermark = op.o
     end
   end
-  redis.call('HSET', applied, watermark_field, watermark)
+  redis.call('HSET', applied, watermark_field, integer(watermark))
   return c.finish()
 end
 
@@ -92,19 +140,28 @@ end
 -- removes its ledger entry in the same step, so calling it again is a no-op.
 local function cm_due(keys, args)
   local c = open_collection(keys, args)
-  local due = redis.call('ZRANGEBYSCORE', c.keys.schedule, '-inf', tonumber(c.argument))
+  local due = redis.call('ZRANGEBYSCORE', c.keys.schedule, '-inf', c.argument)
   if #due == 0 then return c.finish() end
   local time, validity, counts = c.next_time(), c.validity, c.counts
+  local contents, pending = c.keys.contents, {}
   for _, member in ipairs(due) do
     local bar = string.find(member, '|', 1, true)
     local key, row = string.sub(member, 1, bar - 1), string.sub(member, bar + 1)
     local entry = validity.ledger(row)
     local diff = entry[key]
     if diff then
-      c.add(time, row, -diff)
+      local now = pending[row] or tonumber(redis.call('HGET', contents, row) or '0')
+      -- A retraction that would leave the domain is dropped, and counted as refused
+      -- (checked before its write: the row is untouched).
+      if now - diff > INT_LIMIT or now - diff < -INT_LIMIT then
+        counts.refused = counts.refused + 1
+      else
+        c.add(time, row, -diff)
+        pending[row] = now - diff
+        counts.scheduled_retractions = counts.scheduled_retractions + 1
+      end
       entry[key] = nil
       validity.save_ledger(row, entry)
-      counts.scheduled_retractions = counts.scheduled_retractions + 1
     end
     redis.call('ZREM', c.keys.schedule, member)
   end
@@ -118,8 +175,8 @@ local function cm_horizon(keys, args)
   local k = open_collection(keys, args).keys
   local expiration = tonumber(args[4])
   if expiration then
-    redis.call('SET', k.expiration, expiration)
-    redis.call('ZREMRANGEBYSCORE', k.schedule, expiration, '+inf')
+    redis.call('SET', k.expiration, integer(expiration))
+    redis.call('ZREMRANGEBYSCORE', k.schedule, integer(expiration), '+inf')
   else
     redis.call('DEL', k.expiration)
   end
@@ -128,7 +185,7 @@ local function cm_horizon(keys, args)
     for key, _ in pairs(cjson.decode(rows[i + 1])) do
       local valid_until = tonumber(key)
       if not expiration or valid_until < expiration then
-        redis.call('ZADD', k.schedule, valid_until, key .. '|' .. rows[i])
+        redis.call('ZADD', k.schedule, key, key .. '|' .. rows[i])
       end
     end
   end

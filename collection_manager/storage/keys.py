@@ -24,6 +24,7 @@ FUNCTION_KEYS = (
     "validity",
     "schedule",
     "expiration",
+    "refused",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
 LOG_ROWS_FIELD = "r"
@@ -93,6 +94,16 @@ class CollectionKeys:
     def expiration(self) -> str:
         """The expiration (ms): retractions at or after it are not scheduled."""
         return f"{self._base}:expiration"
+
+    @property
+    def refused(self) -> str:
+        """Hash ``topic:partition:offset`` -> why: appends refused and not dead-lettered yet.
+
+        Written in the same call that refuses (and passes the watermark over) the append,
+        so the refusal is recorded exactly once; the consumer publishes its dead letter and
+        then deletes the field.
+        """
+        return f"{self._base}:refused"
 
     @property
     def index_prefix(self) -> str:

@@ -53,7 +53,19 @@ class FenceOp:
     epoch: int
 
 
-Op = AppendOp | DeleteOp | FenceOp
+@dataclasses.dataclass(frozen=True)
+class RefusedOp:
+    """An append refused whole (it would take a multiplicity out of the numeric domain).
+
+    Applying it writes no data and takes no time: it records ``why`` for the consumer to
+    dead-letter, and the watermark passes it, so it is refused exactly once.
+    """
+
+    offset: int
+    why: str
+
+
+Op = AppendOp | DeleteOp | FenceOp | RefusedOp
 
 
 # A collection function's arguments: index prefix, log length, payload, its own; then rows
@@ -107,6 +119,8 @@ def _op_json(op: Op, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
     if isinstance(op, FenceOp):
         return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
+    if isinstance(op, RefusedOp):
+        return {"k": "x", "s": op.offset, "o": op.offset, "why": op.why}
     out: dict[str, Any] = {"k": "d", "s": op.offset, "o": op.offset}
     if op.index_keys is not None:
         out["x"] = list(op.index_keys)
@@ -134,12 +148,14 @@ def chunk_ops(ops: Sequence[Op], max_updates: int) -> list[list[Op]]:
     """Splits ``ops`` at operation boundaries into chunks of about ``max_updates`` updates.
 
     A single operation is never split: atomicity holds per request (and per merged run).
+    A delete ends its chunk: the function checks every multiplicity its appends would
+    leave before it writes anything, and it need not evaluate deletes to do so.
     """
     chunks: list[list[Op]] = []
     current: list[Op] = []
     weight = 0
     for op in ops:
-        if current and weight + _weight(op) > max_updates:
+        if current and (weight + _weight(op) > max_updates or isinstance(current[-1], DeleteOp)):
             chunks.append(current)
             current, weight = [], 0
         current.append(op)

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from collection_manager.core.filters import Filter, index_lookup
+from collection_manager.core.numbers import INT_RANGE
 from collection_manager.core.planning import AppendGroup, DeleteStep, plan_groups
 from collection_manager.core.requests import Append, Delete, ReplicaRemoved, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter, to_lua
-from collection_manager.storage.ops import AppendOp, DeleteOp, FenceOp, Op
+from collection_manager.storage.ops import AppendOp, DeleteOp, FenceOp, Op, RefusedOp
 from collection_manager.storage.rows import index_value
 
 OffsetRequest = tuple[int, Request]
@@ -77,3 +78,34 @@ def plan_ops(
         name: collection_ops(requests, spec, applied.get(name, -1)) for name, spec in specs.items()
     }
     return {name: ops for name, ops in planned.items() if ops}
+
+
+def split_refused(
+    op: AppendOp, requests: Sequence[OffsetRequest], spec: CollectionSpec, row: str, value: int
+) -> list[Op]:
+    """What replaces an append op whose updates would leave the numeric domain.
+
+    A merged op splits into one op per request it merged (each at its own time, as if it
+    had never been merged), so that only the request at fault is refused; a single request
+    becomes a :class:`RefusedOp` whose reason names the row, the value and the bound.
+    """
+    if op.first_offset == op.last_offset:
+        why = (
+            f"append would take the multiplicity of row {row} to {value}, outside the "
+            f"supported integer range {INT_RANGE}"
+        )
+        return [RefusedOp(op.first_offset, why)]
+    mine = [
+        (offset, request)
+        for offset, request in requests
+        if op.first_offset <= offset <= op.last_offset
+        and isinstance(request, Append)
+        and request.collection == spec.name
+    ]
+    return [AppendOp(offset, offset, _alone(request).parts) for offset, request in mine]
+
+
+def _alone(request: Append) -> AppendGroup:
+    [step] = plan_groups([request])
+    assert isinstance(step, AppendGroup)
+    return step

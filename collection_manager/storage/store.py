@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import logging
@@ -29,8 +30,8 @@ from collection_manager.storage.keys import (
     watermark_field,
 )
 from collection_manager.storage.library import APPLY, DUE, HORIZON, READ, call, ensure_loaded
-from collection_manager.storage.ops import FunctionCall, Op, chunk_ops, function_call
-from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops
+from collection_manager.storage.ops import AppendOp, FunctionCall, Op, chunk_ops, function_call
+from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops, split_refused
 from collection_manager.storage.rows import Row, decode_row
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,19 @@ _StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+# The first element of cm_apply's reply when it refused a chunk (see functions.lua).
+REFUSED = "refused"
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """cm_apply wrote nothing: op ``index`` of the chunk would take ``row`` to ``value``."""
+
+    index: int
+    row: str
+    value: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,21 +191,40 @@ class RedisStore:
         return -1 if raw is None else int(raw)
 
     def apply(
-        self, collection: str, topic: str, partition: int, ops: Sequence[Op]
+        self,
+        collection: str,
+        topic: str,
+        partition: int,
+        ops: Sequence[Op],
+        requests: Sequence[OffsetRequest] = (),
     ) -> dict[str, int]:
         """Applies planned operations atomically per operation, exactly once.
 
         Operations at or below the applied offset of ``(topic, partition)`` are skipped, so
-        applying the same operations again (a replayed batch) changes nothing.
+        applying the same operations again (a replayed batch) changes nothing. An append
+        that would take a multiplicity out of the numeric domain is refused whole (see
+        :func:`split_refused`; ``requests`` are those the ops were planned from) and left
+        in the collection's ``refused`` hash for :meth:`take_refused`.
 
         Returns:
             Counters of what was done (requests, updates, retractions, fused_appends, ...).
         """
         spec = self.spec(collection)
         totals: dict[str, int] = {}
-        for chunk in chunk_ops(ops, self._chunk_updates):
+        chunks = collections.deque(chunk_ops(ops, self._chunk_updates))
+        while chunks:
+            chunk = chunks.popleft()
             arguments = function_call(chunk, spec)
             reply = self._run(APPLY, spec, arguments, watermark_field(topic, partition))
+            if isinstance(reply, Refusal):
+                # Nothing of the chunk was written: replace the op at fault and run it again.
+                op = chunk[reply.index]
+                assert isinstance(op, AppendOp)
+                chunk[reply.index : reply.index + 1] = split_refused(
+                    op, requests, spec, reply.row, reply.value
+                )
+                chunks.appendleft(chunk)
+                continue
             for name, value in reply.items():
                 totals[name] = totals.get(name, 0) + value
         return totals
@@ -205,6 +238,8 @@ class RedisStore:
             raise StorageError(
                 f"writing to {spec.name} failed: {exc}", collection=spec.name
             ) from exc
+        if isinstance(reply, list) and reply and _text(reply[0]) == REFUSED:
+            return Refusal(int(reply[1]) - 1, _text(reply[2]), int(reply[3]))
         if isinstance(reply, list):
             return {_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
         return reply
@@ -268,7 +303,19 @@ class RedisStore:
                     raise
         applied = {name: self.applied_offset(name, topic, partition) for name in specs}
         planned = plan_ops(requests, specs, applied)
-        return {name: self.apply(name, topic, partition, ops) for name, ops in planned.items()}
+        return {
+            name: self.apply(name, topic, partition, ops, requests) for name, ops in planned.items()
+        }
+
+    def take_refused(self, collection: str) -> dict[str, str]:
+        """The refused appends not dead-lettered yet: ``topic:partition:offset`` -> why."""
+        raw = self._client.hgetall(CollectionKeys(collection).refused)
+        return {_text(field): _text(why) for field, why in raw.items()}
+
+    def forget_refused(self, collection: str, fields: Sequence[str]) -> None:
+        """Drops refusals whose dead letters were handled."""
+        if fields:
+            self._client.hdel(CollectionKeys(collection).refused, *fields)
 
     # Reads
 

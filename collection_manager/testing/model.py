@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.numbers import in_domain
 from collection_manager.core.planning import AppendGroup, DeleteStep, Step, consolidate, plan_groups
 from collection_manager.core.requests import (
     Append,
@@ -64,6 +65,8 @@ class ModelCounters:
         scheduled_retractions: rows retracted because their ``valid_until`` passed.
         invalid_retractions: updates that left a row negative, replica not fenced.
         fenced_invalid_retractions: the same where the row's replica is fenced.
+        refused: appends refused whole, and due retractions dropped, because they would
+            take a multiplicity out of the numeric domain (``core/numbers.py``).
     """
 
     requests: int = 0
@@ -74,6 +77,7 @@ class ModelCounters:
     scheduled_retractions: int = 0
     invalid_retractions: int = 0
     fenced_invalid_retractions: int = 0
+    refused: int = 0
 
     def add_outcome(self, outcome: ApplyOutcome) -> None:
         """Counts what applying a batch of updates did."""
@@ -105,6 +109,7 @@ class CollectionModel:
         self.log: list[ModelLogEntry] = []
         self.counters = ModelCounters()
         self.validity = ValidityLedger()
+        self.refused: list[Append] = []
 
     @property
     def latest_time(self) -> int:
@@ -147,8 +152,26 @@ class CollectionModel:
             self.validity.add(valid_until, updates)
         return True
 
+    def overflows(self, parts: Iterable[tuple[str, int, Sequence[Update]]]) -> bool:
+        """Whether applying the ``(replica, epoch, updates)`` parts in order would take a
+        multiplicity out of the numeric domain (fused parts write nothing)."""
+        pending: dict[Row, int] = {}
+        for replica, epoch, updates in parts:
+            if self.fences.is_fenced(replica, epoch):
+                continue
+            for row, diff in consolidate(updates):
+                pending[row] = pending.get(row, self.state.multiplicity(row)) + diff
+                if not in_domain(pending[row]):
+                    return True
+        return False
+
     def append(self, request: Append) -> None:
-        """Applies an append: dropped whole when its epoch is fenced."""
+        """Applies an append: dropped whole when its epoch is fenced, refused whole (no time
+        passes) when it would take a multiplicity out of the numeric domain."""
+        if self.overflows([(request.replica_id, request.epoch, request.updates)]):
+            self.counters.refused += 1
+            self.refused.append(request)
+            return
         time = self._tick(1)
         if not self._append_updates(
             time, request.replica_id, request.epoch, request.updates, request.valid_until
@@ -167,9 +190,17 @@ class CollectionModel:
     def retract_due(self, now_ms: int) -> None:
         """Retracts, at one new time, every row whose ``valid_until`` is ``<= now_ms``."""
         due = self.validity.due(now_ms)
-        if due:
-            self._write(self._tick(0), due)
-            self.counters.scheduled_retractions += len(due)
+        if not due:
+            return
+        time, kept, pending = self._tick(0), [], dict[Row, int]()
+        for row, diff in due:
+            after = pending.get(row, self.state.multiplicity(row)) + diff
+            if in_domain(after):  # else dropped, as the store does
+                kept.append((row, diff))
+                pending[row] = after
+        self._write(time, kept)
+        self.counters.scheduled_retractions += len(kept)
+        self.counters.refused += len(due) - len(kept)
 
     def delete(self, request: Delete) -> None:
         """Retracts every matching row, then records the fence, if any."""
@@ -229,10 +260,20 @@ class ModelStore:
         """Applies ``requests`` one by one, or planned into consolidated groups."""
         if grouped:
             for step in plan_groups(requests):
-                self.apply_step(step)
+                if isinstance(step, AppendGroup) and self._group_overflows(step):
+                    # As the store does: the group's appends one by one, at times of their own.
+                    for request in requests[step.first_index : step.last_index + 1]:
+                        if isinstance(request, Append) and request.collection == step.collection:
+                            self.apply(request)
+                else:
+                    self.apply_step(step)
         else:
             for request in requests:
                 self.apply(request)
+
+    def _group_overflows(self, group: AppendGroup) -> bool:
+        parts = [(p.replica_id, p.epoch, p.updates) for p in group.parts]
+        return self.collection(group.collection).overflows(parts)
 
     def _control(self, request: ReplicaAdded | ReplicaRemoved | Heartbeat) -> None:
         self.control_requests += 1

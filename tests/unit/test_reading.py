@@ -304,7 +304,7 @@ def test_status_tables() -> None:
     consumer, lag, collections = status_tables(EXAMPLE_CONSUMER, [_info()], recorded=True)
     assert consumer.rows == [("running", 12, 1, 4, 250, 3, "2025-01-01T12:00:00.000Z")]
     assert lag.rows == [("cm.requests", 0, 3), ("cm.requests", 1, 0)]
-    assert collections.rows == [("compute_frontiers", 2, 42, 3, 0, 0, 0, 0, 0)]
+    assert collections.rows == [("compute_frontiers", 2, 42, 3, 0, 0, 0, 0, 0, 0)]
     found = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [_info()])
     assert found["collections"] == [
         {"name": "compute_frontiers", "rows": 2, "time": 42, "counters": _info().counters}
