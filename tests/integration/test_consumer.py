@@ -252,3 +252,50 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
         assert sum(reason in text for text in reasons) == 1, (reason, reasons)
     assert r not in store.fences(spec.name)
     redis.delete(epoch_key(namespace, r))
+
+
+def test_diffs_past_the_domain_and_overflowing_sums_are_dead_letters(
+    spark: Any,
+    kafka: str,
+    redis: redis_lib.Redis,
+    endpoints: Any,
+    specs: list[CollectionSpec],
+    consumer_config: ConsumerConfig,
+    namespace: str,
+    unique: str,
+) -> None:
+    spec = specs[0]
+    r = f"n-{unique[-8:]}"
+    redis.set(epoch_key(namespace, r), 1)
+    big, other = _row(spec, r, 1), _row(spec, r, 2)
+    limit = 2**53 - 1
+    requests = [
+        Append(spec.name, r, 1, ((big, limit),), 0),
+        Append(spec.name, r, 1, ((big, 1), (other, 1)), 0),  # big would reach 2^53: refused
+        Append(spec.name, r, 1, ((other, 2**53),), 0),  # a diff outside the domain
+        Append(spec.name, r, 1, ((other, 5),), 0),
+    ]
+    messages = [(spec.name.encode(), encode_request(q)) for q in requests]
+    _produce(kafka, consumer_config.topic, messages)
+    store = RedisStore(redis)
+    query = start_consumer(
+        spark, consumer_config, kafka, endpoints.redis_url, replica_namespace=namespace
+    )
+    try:
+
+        def applied() -> None:
+            assert query.exception() is None, query.exception()
+            assert store.snapshot(spec.name).rows == {big: limit, other: 5}
+
+        assert_eventually(applied, timeout=120, interval=0.5)
+        dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=2)
+        assert query.isActive
+    finally:
+        query.stop()
+    headers = sorted((dict(m.headers())["error"], dict(m.headers())["reason"]) for m in dead)
+    assert headers[0][0] == b"MultiplicityOverflowError"
+    assert b"to 9007199254740992, outside the supported integer range" in headers[0][1]
+    assert headers[1][0] == b"SchemaError"
+    assert b"diff 9007199254740992 is outside the supported integer range" in headers[1][1]
+    assert store.take_refused(spec.name) == {}  # published, so forgotten
+    redis.delete(epoch_key(namespace, r))
