@@ -80,7 +80,7 @@ def plan_start(
     if progress.binding is not None:
         reason = mismatch(topic, progress.binding, identity)
         if reason is not None:
-            raise ProgressMismatchError(reason, topic=topic)
+            raise ProgressMismatchError(reason)
     if progress.binding is None or recreated(progress.binding, identity):
         if progress.binding is not None:
             progress = _forget_recreated(client, record, progress.binding, identity)
