@@ -98,6 +98,11 @@ def test_redis_restored_from_an_older_copy_is_read_again(
         finally:
             os.kill(own_redis[0].pid, signal.SIGCONT)
         at_copy = _applied(store, specs)
+        batches_at_copy = _batches_at_least(url, 0)
+        # Spark commits batches after the copy: its checkpoint is then ahead of the copy.
+        assert_eventually(
+            lambda: _batches_at_least(url, batches_at_copy + 3), timeout=180, interval=0.5
+        )
         assert_eventually(
             lambda: _more_than(store, specs, at_copy + 200), timeout=180, interval=0.5
         )
