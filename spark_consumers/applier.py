@@ -22,6 +22,7 @@ from collection_manager.kafka.producer import KafkaProducer
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
+from collection_manager.storage.progress import guarded_client
 from collection_manager.storage.replicas import ReplicaRecord, sightings
 from collection_manager.storage.store import RedisStore
 from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters, send_refused
@@ -62,6 +63,7 @@ class ExecutorSettings:
     log_max_length: int
     dead_letter_max_bytes: int  # the dead-letter producer's message.max.bytes
     replica_namespace: str
+    redis_run_id: str = ""  # the Redis process the driver planned with; "" checks nothing
 
     @classmethod
     def of(
@@ -71,6 +73,7 @@ class ExecutorSettings:
         redis_url: str,
         dead_letter_max_bytes: int,
         replica_namespace: str,
+        redis_run_id: str = "",
     ) -> ExecutorSettings:
         """The settings of a consumer configuration."""
         return cls(
@@ -81,6 +84,7 @@ class ExecutorSettings:
             config.log_max_length,
             dead_letter_max_bytes,
             replica_namespace,
+            redis_run_id,
         )
 
 
@@ -95,9 +99,18 @@ _issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
 
 def _store(settings: ExecutorSettings) -> RedisStore:
     if settings not in _stores:
-        _stores[settings] = RedisStore.connect(
-            settings.redis_url, log_max_length=settings.log_max_length
-        )
+        _stores.clear()  # a store of an earlier start talks to a Redis process now gone
+        if settings.redis_run_id:
+            # Never applies to a restarted Redis: it may have lost its tail, and applying
+            # newer offsets above that gap would make the watermarks skip it for good.
+            client = guarded_client(
+                settings.redis_url, settings.redis_run_id, socket_connect_timeout=5
+            )
+            _stores[settings] = RedisStore(client, log_max_length=settings.log_max_length)
+        else:
+            _stores[settings] = RedisStore.connect(
+                settings.redis_url, log_max_length=settings.log_max_length
+            )
     return _stores[settings]
 
 

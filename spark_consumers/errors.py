@@ -7,3 +7,10 @@ from collection_manager.core.errors import CollectionManagerError
 
 class ConsumerError(CollectionManagerError):
     """The consumer's streaming query stopped with an error."""
+
+
+class ProgressMismatchError(CollectionManagerError):
+    """Redis's progress and watermarks were written for another Kafka cluster.
+
+    Not a fault to wait out: ``consume`` stops and says how to reset on purpose.
+    """

@@ -12,11 +12,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import redis
+
 from collection_manager.config import ConsumerConfig
+from collection_manager.kafka.topics import admin_client
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
 from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
+from spark_consumers.startup import DriverProgress, plan_start
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,13 +29,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def kafka_stream(spark: SparkSession, config: ConsumerConfig, bootstrap: str) -> DataFrame:
-    """The request topic as a streaming DataFrame of (topic, partition, offset, key, value)."""
+def kafka_stream(
+    spark: SparkSession, config: ConsumerConfig, bootstrap: str, starting: str = "earliest"
+) -> DataFrame:
+    """The request topic as a streaming DataFrame of (topic, partition, offset, key, value).
+
+    Args:
+        starting: Spark's ``startingOffsets``; it counts only for an empty checkpoint.
+    """
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", config.topic)
-        .option("startingOffsets", "earliest")
+        .option("startingOffsets", starting)
         .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
     )
     if config.max_offsets_per_trigger:
@@ -47,7 +57,10 @@ def start_consumer(
     *,
     replica_namespace: str,
 ) -> StreamingQuery:
-    """Starts the consumer; it resumes from ``config.checkpoint_dir`` when one exists.
+    """Starts the consumer where Redis's progress says (``spark_consumers/startup.py``).
+
+    It resumes from ``config.checkpoint_dir`` unless Redis holds less progress than that
+    checkpoint; then it starts a fresh checkpoint at Redis's progress.
 
     Args:
         replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
@@ -55,19 +68,31 @@ def start_consumer(
 
     Raises:
         ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
+        ProgressMismatchError: when Redis's progress is of another Kafka cluster.
     """
     if config.checkpoint_dir is None:
         raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
     # Read once here, shipped to the executors: the dead-letter producer must accept
     # anything the request topic holds.
     max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
-    settings = ExecutorSettings.of(config, bootstrap, redis_url, max_bytes, replica_namespace)
-    applied = kafka_stream(spark, config, bootstrap).mapInPandas(
+    admin = admin_client(bootstrap)
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+    try:
+        plan = plan_start(spark, config.checkpoint_dir, config.topic, admin, client)
+    finally:
+        client.close()
+    settings = ExecutorSettings.of(
+        config, bootstrap, redis_url, max_bytes, replica_namespace, plan.redis_run_id
+    )
+    applied = kafka_stream(spark, config, bootstrap, plan.starting_offsets).mapInPandas(
         PartitionApplier(settings), schema=SUMMARY_SCHEMA
     )
+    driver = DriverProgress(redis_url, admin, config.topic, plan)
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:
+        driver.check()
         rows: list[Any] = summaries.collect()  # runs the apply on the executors
+        driver.advance(rows)
         record_batch(redis_url, BatchMetrics.of(batch_id, rows))
 
     return (

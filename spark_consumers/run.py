@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException
 
 from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
 from collection_manager.core.errors import InfrastructureError
+from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
@@ -29,11 +30,14 @@ from spark_consumers.session import build_spark_session
 from spark_consumers.supervision import Outage, until_done
 
 # What the consumer waits out instead of ending: services that do not answer or fail a call,
-# and a streaming query that stopped with an error (it is started again from its checkpoint).
+# a topic that is missing (deleted, to be created again), and a streaming query that stopped
+# with an error (it is started again where Redis's progress says). A ProgressMismatchError
+# is not among them: progress of another Kafka cluster needs an operator's decision.
 TRANSIENT_FAULTS: tuple[type[BaseException], ...] = (
     redis.RedisError,
     KafkaException,
     InfrastructureError,
+    TopicConfigError,
     ConsumerError,
     PySparkException,
     Py4JError,
@@ -137,7 +141,11 @@ def run_consumer(
     """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``), through any outage.
 
     A fault of Redis, Kafka or the streaming query never ends it: it waits with backoff and
-    starts again from its checkpoint; the watermarks make the replay apply nothing twice.
+    starts again where Redis's progress says (``spark_consumers/startup.py``); the watermarks
+    make the replay apply nothing twice.
+
+    Raises:
+        ProgressMismatchError: Redis's progress was written for another Kafka cluster.
 
     Args:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).

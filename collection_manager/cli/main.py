@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from collection_manager.cli import bench, collections, infra, pipeline, replicas, status
+from collection_manager.cli import bench, collections, infra, pipeline, progress, replicas, status
 from collection_manager.cli.faults import FAILED, INTERRUPTED, SERVICE_FAULTS, causes, describe
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
-SUBCOMMANDS = (infra, collections, pipeline, status, replicas, bench)
+SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, bench)
 
 
 DESCRIPTION = (

@@ -144,6 +144,10 @@ def consumer_summary(
         "last_progress_at": progress.get("timestamp"),
         "lag_total": sum(entry["lag"] for entry in lag) if known else None,
         "lag": lag if known else None,
+        # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
+        "rewinds": int(raw.get("rewinds", 0)),
+        "topic_recreations": int(raw.get("topic_recreations", 0)),
+        "last_rewind": _json_object(raw.get("last_rewind")) or None,
     }
 
 
@@ -231,6 +235,23 @@ def status_tables(
             "progress at",
         ]
         tables.append(TableView("consumer", columns, [row], "", null="-"))
+        if consumer["last_rewind"]:
+            last = consumer["last_rewind"]
+            tables.append(
+                TableView(
+                    "read again from Redis's progress",
+                    ["rewinds", "topic re-creations", "last at", "why"],
+                    [
+                        (
+                            consumer["rewinds"],
+                            consumer["topic_recreations"],
+                            _utc(int(last.get("at_ms", 0))),
+                            last.get("reason"),
+                        )
+                    ],
+                    "",
+                )
+            )
         if consumer["lag"] is not None:
             tables.append(
                 TableView(

@@ -260,6 +260,9 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "last_progress_at": None,
         "lag_total": 0,
         "lag": [],
+        "rewinds": 0,
+        "topic_recreations": 0,
+        "last_rewind": None,
     }
     assert consumer_summary({"batches": "2", "progress": "not json"})["batches"] == 2
 
