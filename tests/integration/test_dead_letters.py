@@ -36,6 +36,10 @@ from tests.support import assert_eventually
 BIG = 1_500_000  # over CM_MAX_REQUEST_BYTES (1 MiB) and Kafka's default 1 MB limits
 
 
+# No control requests here: the epoch check reads an empty namespace.
+NAMESPACE = "cm:test-dead-letters"
+
+
 def _create(kafka: str, name: str, max_message_bytes: int) -> None:
     admin = AdminClient({"bootstrap.servers": kafka})
     config = {"max.message.bytes": str(max_message_bytes)}
@@ -132,7 +136,13 @@ def test_an_oversized_request_is_a_dead_letter_and_its_partition_moves_on(
     key = spec.name.encode()  # one key: one partition, in this order
     offsets = _produce(kafka, topics["requests"], [(key, big), (key, after)])
     store = RedisStore(redis)
-    query = start_consumer(spark, _config(topics, "large", tmp_path), kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark,
+        _config(topics, "large", tmp_path),
+        kafka,
+        endpoints.redis_url,
+        replica_namespace=NAMESPACE,
+    )
     try:
         assert_eventually(lambda: _applied(query, store, spec, "after"), timeout=120, interval=0.5)
         (dead,) = _read_all(kafka, topics["large"], expected=1)
@@ -182,7 +192,13 @@ def test_a_dead_letter_that_cannot_be_published_is_recorded_and_the_consumer_goe
     store = RedisStore(redis)
     ledger = DeadLetterLedger(redis)
     before = ledger.counts()["unpublished"]
-    query = start_consumer(spark, _config(topics, "small", tmp_path), kafka, endpoints.redis_url)
+    query = start_consumer(
+        spark,
+        _config(topics, "small", tmp_path),
+        kafka,
+        endpoints.redis_url,
+        replica_namespace=NAMESPACE,
+    )
     try:
         assert_eventually(lambda: _applied(query, store, spec, "last"), timeout=120, interval=0.5)
         # The producer still works after the broker refused one: small ones are published.

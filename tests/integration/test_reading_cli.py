@@ -201,7 +201,10 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
 ) -> None:
     topic = consumer_record
     found = run_json(capsys, "status")
-    assert found["consumer"] == {
+    consumer = found["consumer"]
+    assert consumer["kafka"] == "reachable"
+    assert consumer["state"] == "running"
+    expected = {
         "batches": 1,
         "dead_letters": 2,
         "control_requests": 1,
@@ -211,6 +214,7 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
         "lag_total": 4,
         "lag": [{"topic": topic, "partition": 0, "lag": 4}],
     }
+    assert {name: consumer[name] for name in expected} == expected
     ours = [entry for entry in found["collections"] if entry["name"] == collection]
     stats = store.stats(collection)
     assert ours == [
