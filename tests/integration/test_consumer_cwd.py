@@ -26,7 +26,7 @@ from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
-from tests.integration.test_consumer_crashes import _consumer_env
+from tests.integration.consumer_process import consumer_env
 from tests.support import assert_eventually
 
 SHADOW = 'raise ImportError("the schemas package of the working directory was imported")\n'
@@ -73,7 +73,7 @@ def test_consume_in_a_directory_with_a_schemas_package_applies_everything(
     for request in requests:
         producer.produce(topic, spec.name.encode(), encode_request(request))
     assert producer.close(30) == 0
-    env = _consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
+    env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     env.pop("PYTHONSAFEPATH", None)  # the test process may have it from its own session
     # The installed command, as an operator runs it: its own directory, not the working
     # directory, is first on the driver's sys.path; the workers are what is tested here.
