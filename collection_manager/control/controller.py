@@ -125,7 +125,8 @@ class Controller:
             self._members.update(
                 replica_id, lambda m: added(m, Member(replica_id, epoch, ACTIVE, at))
             )
-            # Its lease is granted by the next lease check, at a tick time of the lease loop.
+            lease = self._leases.grant(replica_id, epoch, self._tick_time(self._log_times()))
+            self._members.save_leases([lease])
             logger.info("added replica %s at epoch %d", replica_id, epoch)
             return epoch
 
@@ -196,13 +197,20 @@ class Controller:
                     self.remove_replica(member.replica_id, member.reason, member.epoch)
             active = {m.replica_id: m.epoch for m in members.values() if m.state == ACTIVE}
             snapshot = self._sightings.snapshot(self.topic)
-            newest = max(snapshot.log_times.values(), default=0)
-            at = self._clock.next(now_ms() if wall_ms is None else wall_ms, newest)
+            at = self._tick_time(snapshot.log_times, wall_ms)
             beats, partitions = _beats(snapshot, active)
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
             removed = self._remove_expired(snapshot.log_times)
             self._ticker.tick(at)
             return removed
+
+    def _log_times(self) -> dict[int, int]:
+        return self._sightings.snapshot(self.topic).log_times
+
+    def _tick_time(self, log_times: dict[int, int], wall_ms: int | None = None) -> int:
+        """A tick time above every tick applied: a lease from it counts only later ticks."""
+        newest = max(log_times.values(), default=0)
+        return self._clock.next(now_ms() if wall_ms is None else wall_ms, newest)
 
     def _remove_expired(self, log_times: dict[int, int]) -> list[str]:
         removed = []
