@@ -23,7 +23,7 @@ from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.progress import guarded_client
-from collection_manager.storage.replicas import ReplicaRecord, sightings
+from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
 from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters, send_refused
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
@@ -53,7 +53,7 @@ class ExecutorSettings:
 
     Attributes:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``), where
-            the executors read the issued epochs.
+            the executors read the issued epochs and record sightings and log times.
     """
 
     kafka_bootstrap: str
@@ -92,7 +92,7 @@ class ExecutorSettings:
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
 _stores: dict[ExecutorSettings, RedisStore] = {}
 _producers: dict[tuple[str, int], KafkaProducer] = {}
-_replica_records: dict[str, ReplicaRecord] = {}
+_replica_records: dict[tuple[str, str], ReplicaRecord] = {}
 _ledgers: dict[str, DeadLetterLedger] = {}
 _issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
 
@@ -115,11 +115,11 @@ def _store(settings: ExecutorSettings) -> RedisStore:
 
 
 def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
-    if settings.redis_url not in _replica_records:
-        _replica_records[settings.redis_url] = ReplicaRecord(
-            redis.Redis.from_url(settings.redis_url)
-        )
-    return _replica_records[settings.redis_url]
+    place = (settings.redis_url, settings.replica_namespace)
+    if place not in _replica_records:
+        client = redis.Redis.from_url(settings.redis_url)
+        _replica_records[place] = ReplicaRecord(client, settings.replica_namespace)
+    return _replica_records[place]
 
 
 def _issued(settings: ExecutorSettings) -> IssuedEpochs:
@@ -200,9 +200,10 @@ class PartitionApplier:
                 refusing,
                 records,
             )
-        # After the apply: the controller renews leases from these heartbeats (idempotent).
+        # After the apply: the controller renews leases from these heartbeats and measures
+        # them in the log time of the ticks among them (idempotent).
         seen_at = int(time.time() * 1000)
-        _replica_record(self.settings).record(sightings(decoded.requests, seen_at), issued)
+        _replica_record(self.settings).record(topic, partition, decoded.requests, seen_at, issued)
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))

@@ -200,10 +200,14 @@ class ReplicaConfig:
     """Replica agents and the controller: heartbeats, leases, publishing (docs/design.md §6, §8)."""
 
     replica_ttl_ms: int = setting(
-        10_000, "A replica without a heartbeat for this long is removed (its lease expired)."
+        10_000,
+        "A replica without a heartbeat for this long of log time (the controller's ticks "
+        "the consumer applied) is removed (its lease expired).",
     )
     heartbeat_interval_ms: int = setting(1_000, "How often an agent sends a heartbeat.")
-    lease_check_interval_ms: int = setting(500, "How often the controller checks the leases.")
+    lease_check_interval_ms: int = setting(
+        500, "How often the controller checks the leases and ticks every partition."
+    )
     step_interval_ms: int = setting(1_000, "How often an agent's subscribes publish changes.")
     publish_batch_rows: int = setting(1_000, "At most this many updates per Append request.")
     collection_suffix: str = setting(
@@ -211,6 +215,7 @@ class ReplicaConfig:
     )
     replica_namespace: str = setting(
         "cm:replicas",
-        "Prefix of the controller's Redis keys (epoch counters, members, leases); the "
-        "consumer reads the epoch counters there and refuses epochs never issued.",
+        "Prefix of every replica key in Redis (epoch counters, members, leases, sightings, "
+        "log times); give the consumer the controller's. The consumer refuses epochs never "
+        "issued there.",
     )

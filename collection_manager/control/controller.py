@@ -3,7 +3,8 @@
 ``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the
 replica's rows from every introspection collection with a fenced ``Delete`` (keyed by the
 collection, so it lands in order with that collection's appends) and announces the removal;
-``check_leases`` removes replicas whose heartbeats stopped. Every publish is flushed before
+``check_leases`` removes replicas whose heartbeats stopped for the TTL in log time (§8) and
+publishes the ticks that move log time. Every publish is flushed before
 the call returns: a caller that adds a replica after removing it can rely on the retractions
 being ahead of the new incarnation's appends in each partition.
 """
@@ -14,7 +15,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import redis
 
@@ -31,16 +31,20 @@ from collection_manager.control.members import (
     begin_removal,
     finish_removal,
 )
+from collection_manager.control.status import ReplicaStatus, statuses
+from collection_manager.control.ticks import Ticker
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.filters import eq
-from collection_manager.core.names import check_replica_id
 from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.storage.replicas import ReplicaRecord, ReplicaSighting
+from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
 from schemas.codec import encode_request
 from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["Controller", "ReplicaStatus", "now_ms"]
 
 
 def now_ms() -> int:
@@ -48,36 +52,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class ReplicaStatus:
-    """One line of ``replicas``.
-
-    Attributes:
-        replica_id: the replica.
-        epoch: its latest incarnation.
-        state: ``active``, ``removing`` or ``removed``.
-        lease_expires_at: when its lease expires unless renewed (ms; active only).
-        last_heartbeat_at: when its latest heartbeat of this epoch was sent (agent clock,
-            ms) or, without one, applied by the consumer.
-        added_at: when the incarnation was added (ms).
-        reason: why it was removed.
-    """
-
-    replica_id: str
-    epoch: int
-    state: str
-    lease_expires_at: int | None
-    last_heartbeat_at: int | None
-    added_at: int
-    reason: str
-
-
 class Controller:
     """Owns replica membership.
 
     Args:
         producer: publishes the control and delete requests (the controller's own).
-        client: Redis, for epochs, members, leases and the consumer's sightings.
+        client: Redis, for epochs, members, leases, and the consumer's sightings and log
+            times, all under ``config.replica_namespace``.
         topic: the requests topic.
         config: lease time to live and key namespace.
         collections: the introspection collections a removal retracts from; default the
@@ -101,8 +82,10 @@ class Controller:
         )
         self._producer = producer
         self._members = MemberRecord(client, self.config.replica_namespace)
-        self._sightings = ReplicaRecord(client)
+        self._sightings = ReplicaRecord(client, self.config.replica_namespace)
         self._leases = LeaseTable(self.config.replica_ttl_ms)
+        self._clock = TickClock()
+        self._ticker = Ticker(producer, self._members, topic)
         # The lease loop may run in a thread beside add/remove calls: one change at a time.
         self._lock = threading.RLock()
 
@@ -128,10 +111,10 @@ class Controller:
         retracted and its epoch fenced before the new incarnation can publish.
 
         Raises:
-            InvalidNameError: for an id outside the name rule (``core/names.py``); the
-                consumer would refuse every request of it.
+            InvalidNameError: for an id outside the name rule (``core/names.py``), which
+                the consumer would refuse, or the controller's reserved id.
         """
-        check_replica_id(replica_id)
+        check_member_id(replica_id)
         with self._lock:
             current = self._members.get(replica_id)
             if current is not None and current.state != REMOVED:
@@ -142,7 +125,8 @@ class Controller:
             self._members.update(
                 replica_id, lambda m: added(m, Member(replica_id, epoch, ACTIVE, at))
             )
-            self._members.save_leases([self._leases.grant(replica_id, epoch, at)])
+            lease = self._leases.grant(replica_id, epoch, self._tick_time(self._log_times()))
+            self._members.save_leases([lease])
             logger.info("added replica %s at epoch %d", replica_id, epoch)
             return epoch
 
@@ -191,36 +175,47 @@ class Controller:
 
     # Leases
 
-    def check_leases(self, now: int | None = None) -> list[str]:
-        """Renews leases from new heartbeats and removes replicas whose lease expired.
+    def check_leases(self, wall_ms: int | None = None) -> list[str]:
+        """Renews leases from new heartbeats, removes replicas whose lease expired, ticks.
 
-        Also finishes removals that failed half-way (members left ``removing``).
+        Expiry is judged in log time (§8): the newest tick the consumer applied in the
+        replica's partition, read together with the sightings. Also finishes removals that
+        failed half-way (members left ``removing``). Ends by publishing the tick whose time
+        the leases granted or renewed here run from.
 
         Args:
-            now: the controller's clock (ms); default the wall clock.
+            wall_ms: the controller's wall clock (ms), only a floor of the tick time;
+                default the real one.
 
         Returns:
             The replicas removed by this check.
         """
         with self._lock:
-            now = now_ms() if now is None else now
             members = self._members.all()
             for member in members.values():
                 if member.state == REMOVING:
                     self.remove_replica(member.replica_id, member.reason, member.epoch)
             active = {m.replica_id: m.epoch for m in members.values() if m.state == ACTIVE}
-            beats = {
-                replica_id: Beat(s.epoch, (s.seq, s.seen_at))
-                for replica_id, s in self._sightings.all().items()
-                if s.kind == "heartbeat" and replica_id in active
-            }
-            self._members.save_leases(self._leases.sync(active, beats, now))
-            return self._remove_expired(now)
+            snapshot = self._sightings.snapshot(self.topic)
+            at = self._tick_time(snapshot.log_times, wall_ms)
+            beats, partitions = _beats(snapshot, active)
+            self._members.save_leases(self._leases.sync(active, beats, at, partitions))
+            removed = self._remove_expired(snapshot.log_times)
+            self._ticker.tick(at)
+            return removed
 
-    def _remove_expired(self, now: int) -> list[str]:
+    def _log_times(self) -> dict[int, int]:
+        return self._sightings.snapshot(self.topic).log_times
+
+    def _tick_time(self, log_times: dict[int, int], wall_ms: int | None = None) -> int:
+        """A tick time above every tick applied: a lease from it counts only later ticks."""
+        newest = max(log_times.values(), default=0)
+        return self._clock.next(now_ms() if wall_ms is None else wall_ms, newest)
+
+    def _remove_expired(self, log_times: dict[int, int]) -> list[str]:
         removed = []
-        reason = f"lease expired (no heartbeat for {self.config.replica_ttl_ms} ms)"
-        for lease in self._leases.expire(now):
+        reason = f"lease expired (no heartbeat for {self.config.replica_ttl_ms} ms of log time)"
+        for lease in self._leases.expire(log_times):
             # One failure must not skip the other expired replicas: a failed removal left
             # its member ``removing`` (retried by the next check) or ``active`` (re-leased).
             try:
@@ -251,28 +246,8 @@ class Controller:
 
     def replicas(self) -> list[ReplicaStatus]:
         """Every replica the controller knows, by id."""
-        leases = self._members.leases()
-        sightings = self._sightings.all()
-        rows = []
-        for replica_id, member in sorted(self._members.all().items()):
-            lease = leases.get(replica_id)
-            expires = (
-                lease.expires_at
-                if lease and lease.epoch == member.epoch and member.state == ACTIVE
-                else None
-            )
-            rows.append(
-                ReplicaStatus(
-                    replica_id=replica_id,
-                    epoch=member.epoch,
-                    state=member.state,
-                    lease_expires_at=expires,
-                    last_heartbeat_at=_heartbeat_at(sightings.get(replica_id), member.epoch),
-                    added_at=member.added_at,
-                    reason=member.reason,
-                )
-            )
-        return rows
+        members = self._members.all()
+        return statuses(members, self._members.leases(), self._sightings.all())
 
     # Publishing
 
@@ -288,7 +263,13 @@ class Controller:
             )
 
 
-def _heartbeat_at(sighting: ReplicaSighting | None, epoch: int) -> int | None:
-    if sighting is None or sighting.kind != "heartbeat" or sighting.epoch != epoch:
-        return None
-    return sighting.sent_at if sighting.sent_at is not None else sighting.seen_at
+def _beats(
+    snapshot: ReplicaSnapshot, active: dict[str, int]
+) -> tuple[dict[str, Beat], dict[str, int]]:
+    """The active replicas' latest heartbeats, and the partitions of their control requests."""
+    mine = {r: s for r, s in snapshot.sightings.items() if r in active}
+    beats = {
+        r: Beat(s.epoch, (s.partition, s.seq)) for r, s in mine.items() if s.kind == "heartbeat"
+    }
+    partitions = {r: s.partition for r, s in mine.items() if s.partition >= 0}
+    return beats, partitions

@@ -1,13 +1,14 @@
 """Replica membership in Redis: epoch counters, member records and persisted leases.
 
-Keys, under a namespace (default ``cm:replicas``):
+Keys, under a namespace (default ``cm:replicas``; every replica key is named by
+``ReplicaKeys`` in ``storage/keys.py``):
 
 - ``<ns>:epoch:<replica_id>``: the epoch counter, advanced with ``INCR`` so two
-  controllers can never hand out the same epoch (``storage/epochs.py`` names it; the
-  consumer reads it to refuse epochs never issued);
+  controllers can never hand out the same epoch (the consumer reads it to refuse epochs
+  never issued);
 - ``<ns>:members``: hash replica id -> JSON :class:`Member`;
-- ``<ns>:leases``: hash replica id -> JSON lease (epoch, expires_at, renewed_at), written
-  by the controller's lease loop so that other processes can show it.
+- ``<ns>:leases``: hash replica id -> JSON lease (epoch, expires_at, renewed_at, partition;
+  in log time), written by the controller's lease loop so that other processes can show it.
 
 State changes are computed by the pure transition functions below and written with an
 optimistic transaction (``WATCH``), so a remove racing an add never overwrites it.
@@ -22,7 +23,7 @@ from collections.abc import Callable
 import redis
 
 from collection_manager.control.leases import Lease
-from collection_manager.storage.epochs import epoch_key
+from collection_manager.storage.keys import ReplicaKeys
 
 ACTIVE = "active"
 REMOVING = "removing"
@@ -92,12 +93,13 @@ class MemberRecord:
     def __init__(self, client: redis.Redis, namespace: str = "cm:replicas") -> None:
         self._client = client
         self.namespace = namespace
-        self.members_key = f"{namespace}:members"
-        self.leases_key = f"{namespace}:leases"
+        self.keys = ReplicaKeys(namespace)
+        self.members_key = self.keys.members
+        self.leases_key = self.keys.leases
 
     def next_epoch(self, replica_id: str) -> int:
         """A new epoch of ``replica_id``, higher than every one handed out before."""
-        return int(self._client.incr(epoch_key(self.namespace, replica_id)))
+        return int(self._client.incr(self.keys.epoch(replica_id)))
 
     def get(self, replica_id: str) -> Member | None:
         """The record of ``replica_id``, if any."""
@@ -137,6 +139,7 @@ class MemberRecord:
                         "epoch": lease.epoch,
                         "expires_at": lease.expires_at,
                         "renewed_at": lease.renewed_at,
+                        "partition": lease.partition,
                     }
                 )
                 for lease in leases

@@ -210,6 +210,7 @@ class KafkaProducer:
         value: bytes,
         on_delivery: DeliveryCallback | None = None,
         headers: Sequence[tuple[str, bytes]] = (),
+        partition: int | None = None,
     ) -> None:
         """Queues one message, then serves delivery reports.
 
@@ -222,6 +223,8 @@ class KafkaProducer:
             value: encoded request.
             on_delivery: called with ``(err, msg)`` after the outcome was counted.
             headers: message headers (the dead-letter path carries its context in them).
+            partition: the partition, for a message that must reach one (the controller's
+                ticks); None lets the key choose.
 
         Raises:
             Cancelled: the producer was purged; it accepts no more messages.
@@ -232,7 +235,9 @@ class KafkaProducer:
         for _attempt in range(self.config.buffer_full_retries + 1):
             with self._lock:
                 producer = self._check_usable(topic)
-                queued = self._try_produce(producer, topic, key, value, callback, headers)
+                queued = self._try_produce(
+                    producer, topic, (key, value, partition), callback, headers
+                )
             # Outside the lock: a delivery callback may itself produce.
             if queued:
                 producer.poll(0)
@@ -244,15 +249,16 @@ class KafkaProducer:
         self,
         producer: Producer,
         topic: str,
-        key: bytes,
-        value: bytes,
+        message: tuple[bytes, bytes, int | None],
         callback: DeliveryCallback,
         headers: Sequence[tuple[str, bytes]],
     ) -> bool:
+        key, value, partition = message
+        options: dict[str, Any] = {"on_delivery": callback, "headers": list(headers) or None}
+        if partition is not None:  # else the partitioner picks one by key
+            options["partition"] = partition
         try:
-            producer.produce(
-                topic, value=value, key=key, on_delivery=callback, headers=list(headers) or None
-            )
+            producer.produce(topic, value=value, key=key, **options)
         except BufferError:
             return False
         except KafkaException as exc:

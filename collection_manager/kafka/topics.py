@@ -38,6 +38,22 @@ def topic_exists(admin: AdminClient, topic: str) -> bool:
     return found is not None and found.error is None
 
 
+def partition_count(client: Any, topic: str, timeout_s: float = _REQUEST_TIMEOUT_S) -> int:
+    """How many partitions ``topic`` has (``client``: an admin client or a producer).
+
+    Raises:
+        TopicConfigError: when the topic does not exist or the broker does not answer.
+    """
+    try:
+        # All topics: asking for one by name makes a broker with auto-creation create it.
+        found = client.list_topics(timeout=timeout_s).topics.get(topic)
+    except KafkaException as exc:
+        raise TopicConfigError(f"cannot read the partitions of {topic!r}: {exc}") from exc
+    if found is None or found.error is not None or not found.partitions:
+        raise TopicConfigError(f"topic {topic!r} does not exist")
+    return len(found.partitions)
+
+
 def create_topic(admin: AdminClient, topic: str, partitions: int) -> None:
     """Creates ``topic``; one that exists already (another process was first) is fine."""
     future = admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic]

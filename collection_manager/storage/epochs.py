@@ -2,7 +2,7 @@
 
 ``<namespace>:epoch:<replica_id>`` is advanced with ``INCR`` by the controller
 (``control/members.py``) and only read here, by the consumer, which refuses epochs above
-it (``core/epochs.py``). The key is defined once, in this module, for both.
+it (``core/epochs.py``). The key is defined once, in ``storage/keys.py``, for both.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from collections.abc import Collection
 
 import redis
 
+from collection_manager.storage.keys import ReplicaKeys
+
 
 def epoch_key(namespace: str, replica_id: str) -> str:
     """The counter of ``replica_id``'s epochs under ``namespace`` (e.g. ``cm:replicas``)."""
-    return f"{namespace}:epoch:{replica_id}"
+    return ReplicaKeys(namespace).epoch(replica_id)
 
 
 class IssuedEpochs:

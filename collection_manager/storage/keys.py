@@ -117,3 +117,40 @@ class CollectionKeys:
     def function_keys(self) -> list[str]:
         """The keys a collection function is given, in ``FUNCTION_KEYS`` order."""
         return [getattr(self, name) for name in FUNCTION_KEYS]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaKeys:
+    """The keys of everything about replicas, under one namespace (``CM_REPLICA_NAMESPACE``).
+
+    Defined once here for the controller (``control/members.py``, which writes epochs,
+    members and leases) and the consumer (``storage/epochs.py``, ``storage/replicas.py``,
+    which read epochs and write sightings and log times). Two deployments with different
+    namespaces share no replica key, so equal replica ids never meet (docs/design.md §8).
+    """
+
+    namespace: str = "cm:replicas"
+
+    def epoch(self, replica_id: str) -> str:
+        """String: the counter of ``replica_id``'s issued epochs (``INCR``)."""
+        return f"{self.namespace}:epoch:{replica_id}"
+
+    @property
+    def members(self) -> str:
+        """Hash: replica id -> JSON member record."""
+        return f"{self.namespace}:members"
+
+    @property
+    def leases(self) -> str:
+        """Hash: replica id -> JSON lease, for display."""
+        return f"{self.namespace}:leases"
+
+    @property
+    def seen(self) -> str:
+        """Hash: replica id -> JSON sighting (the latest control request applied)."""
+        return f"{self.namespace}:seen"
+
+    @property
+    def log_times(self) -> str:
+        """Hash: ``topic:partition`` -> the log time, the newest tick applied there (ms)."""
+        return f"{self.namespace}:log-time"

@@ -1,8 +1,15 @@
-"""What the consumer saw of each replica: the control requests, newest epoch wins.
+"""What the consumer saw of each replica, and how far it applied the log, per namespace.
 
-The controller renews leases from this record (a heartbeat travels through Kafka like any
-request, so a replica that can reach Kafka is alive) and shows it in ``replicas``.
-Recording is idempotent: a replayed control request changes nothing.
+Two records under the namespace's keys (``ReplicaKeys`` in ``storage/keys.py``):
+
+- *sightings*: each replica's latest control request, newest epoch wins. The controller
+  renews leases from them and shows them in ``replicas``.
+- *log times*: per ``topic:partition``, the time of the newest controller tick applied
+  there (``core/ticks.py``). Leases are measured in it (docs/design.md §8).
+
+Both are written in one script call after a partition chunk is applied, so a controller that
+reads both at once (``snapshot``) never sees a tick without the heartbeats before it.
+Recording is idempotent: a replayed control request or tick changes nothing.
 
 Only epochs the controller issued reach the record (the consumer dead-letters the rest,
 ``core/epochs.py``). A record kept from before that check, with an epoch above the highest
@@ -19,24 +26,36 @@ from collections.abc import Mapping, Sequence
 import redis
 
 from collection_manager.core.requests import Heartbeat, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.core.ticks import is_tick, newest_tick
+from collection_manager.storage.keys import ReplicaKeys, watermark_field
 
-SEEN = "cm:replicas:seen"
-
-# Keep the newer record: a higher epoch, or the same epoch at a later offset position. A
-# kept record above ARGV[3], the highest issued epoch (when given), was never issued: the
-# new sighting replaces it. (Lua compares as doubles: exact for every epoch ever issued.)
+# KEYS: seen, log times. ARGV: the log-time field, the newest tick time ("" for none), then
+# (replica id, record, highest issued epoch or "") per sighting. A sighting is kept unless
+# the kept one is newer: a higher epoch, or the same epoch at a later offset. A kept record
+# above the highest issued epoch was never issued: the new one replaces it. The log time only
+# moves forward. (Lua compares as doubles: exact for every epoch and ms time in use.)
 _RECORD = """
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if old then
-  local o = cjson.decode(old)
-  local n = cjson.decode(ARGV[2])
-  local issued = tonumber(ARGV[3])
-  local forged = issued ~= nil and o.epoch > issued
-  if not forged and (o.epoch > n.epoch or (o.epoch == n.epoch and o.seq >= n.seq)) then
-    return 0
+for i = 3, #ARGV, 3 do
+  local keep = false
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  if old then
+    local o = cjson.decode(old)
+    local n = cjson.decode(ARGV[i + 1])
+    local issued = tonumber(ARGV[i + 2])
+    local forged = issued ~= nil and o.epoch > issued
+    keep = not forged and (o.epoch > n.epoch or (o.epoch == n.epoch and o.seq >= n.seq))
+  end
+  if not keep then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   end
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local tick = tonumber(ARGV[2])
+if tick ~= nil then
+  local now = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+  if now == nil or tick > now then
+    redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  end
+end
 return 1
 """
 
@@ -50,8 +69,11 @@ class ReplicaSighting:
         epoch: its incarnation.
         kind: ``added``, ``removed`` or ``heartbeat``.
         sent_at: the agent's clock when it sent a heartbeat (ms), if known.
-        seen_at: the consumer's clock when it applied the request (ms).
-        seq: ``(partition, offset)`` folded into one increasing number per partition.
+        seen_at: the consumer's clock when it applied the request (ms; shown, decides
+            nothing).
+        seq: its offset in its partition.
+        partition: the partition that carries the replica's control requests (-1: unknown,
+            a record written before partitions were recorded).
     """
 
     replica_id: str
@@ -60,51 +82,106 @@ class ReplicaSighting:
     sent_at: int | None
     seen_at: int
     seq: int
+    partition: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaSnapshot:
+    """The sightings and log times of one topic, read at one instant.
+
+    Attributes:
+        sightings: replica id -> latest sighting.
+        log_times: partition -> log time (ms), for partitions where a tick was applied.
+    """
+
+    sightings: dict[str, ReplicaSighting]
+    log_times: dict[int, int]
 
 
 _KINDS = {ReplicaAdded: "added", ReplicaRemoved: "removed", Heartbeat: "heartbeat"}
 
 
-def sightings(requests: Sequence[tuple[int, Request]], seen_at: int) -> list[ReplicaSighting]:
-    """The sightings of a partition's control requests (offset order)."""
+def sightings(
+    requests: Sequence[tuple[int, Request]], seen_at: int, partition: int = -1
+) -> list[ReplicaSighting]:
+    """The sightings of a partition's control requests (offset order); ticks are none."""
     out = []
     for offset, request in requests:
-        if isinstance(request, ReplicaAdded | ReplicaRemoved | Heartbeat):
+        if isinstance(request, ReplicaAdded | ReplicaRemoved | Heartbeat) and not is_tick(request):
             sent_at = request.sent_at if isinstance(request, Heartbeat) else None
             kind = _KINDS[type(request)]
             out.append(
-                ReplicaSighting(request.replica_id, request.epoch, kind, sent_at, seen_at, offset)
+                ReplicaSighting(
+                    request.replica_id, request.epoch, kind, sent_at, seen_at, offset, partition
+                )
             )
     return out
 
 
 class ReplicaRecord:
-    """The sightings in Redis."""
+    """The sightings and log times of one namespace in Redis.
 
-    def __init__(self, client: redis.Redis) -> None:
+    Args:
+        client: a Redis client.
+        namespace: the replica namespace (``CM_REPLICA_NAMESPACE``).
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str = "cm:replicas") -> None:
         self._client = client
+        self.keys = ReplicaKeys(namespace)
         self._record = client.register_script(_RECORD)
 
     def record(
-        self, seen: Sequence[ReplicaSighting], issued: Mapping[str, int] | None = None
+        self,
+        topic: str,
+        partition: int,
+        requests: Sequence[tuple[int, Request]],
+        seen_at: int,
+        issued: Mapping[str, int] | None = None,
     ) -> None:
-        """Keeps each sighting unless a newer one of the replica is already kept.
+        """Records a partition chunk's applied control requests: sightings and log time.
 
         Args:
-            seen: the sightings, in offset order.
+            topic: the topic of the chunk.
+            partition: its partition.
+            requests: its applied requests, in offset order (others than control ignored).
+            seen_at: the consumer's clock (ms), shown with the sightings.
             issued: replica id -> highest issued epoch; a kept record above it is replaced.
         """
         issued = issued or {}
+        seen = sightings(requests, seen_at, partition)
+        tick = newest_tick(r for _, r in requests)
+        if not seen and tick is None:
+            return
+        args: list[str | int] = [watermark_field(topic, partition), "" if tick is None else tick]
         for sighting in seen:
             ceiling = issued.get(sighting.replica_id)
             record = json.dumps(dataclasses.asdict(sighting))
-            args = [sighting.replica_id, record, "" if ceiling is None else ceiling]
-            self._record(keys=[SEEN], args=args)
+            args += [sighting.replica_id, record, "" if ceiling is None else ceiling]
+        self._record(keys=[self.keys.seen, self.keys.log_times], args=args)
 
     def all(self) -> dict[str, ReplicaSighting]:
         """The latest sighting of every replica."""
-        raw = self._client.hgetall(SEEN)
-        return {
-            (k.decode() if isinstance(k, bytes) else k): ReplicaSighting(**json.loads(v))
-            for k, v in raw.items()
+        return _sightings(self._client.hgetall(self.keys.seen))
+
+    def snapshot(self, topic: str) -> ReplicaSnapshot:
+        """The sightings and ``topic``'s log times, read in one transaction."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hgetall(self.keys.seen)
+        pipe.hgetall(self.keys.log_times)
+        seen, times = pipe.execute()
+        prefix = f"{topic}:"
+        log_times = {
+            int(field[len(prefix) :]): int(value)
+            for field, value in ((_text(k), v) for k, v in times.items())
+            if field.startswith(prefix)
         }
+        return ReplicaSnapshot(_sightings(seen), log_times)
+
+
+def _sightings(raw: Mapping[bytes | str, bytes | str]) -> dict[str, ReplicaSighting]:
+    return {_text(k): ReplicaSighting(**json.loads(v)) for k, v in raw.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

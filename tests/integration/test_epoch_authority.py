@@ -18,7 +18,7 @@ from collection_manager.control.controller import Controller
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Delete, Fence, Heartbeat, ReplicaAdded, ReplicaRemoved
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.storage.replicas import SEEN, ReplicaRecord, ReplicaSighting
+from collection_manager.storage.replicas import ReplicaRecord, ReplicaSighting
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 from tests.integration.test_consumer import _dead_letters
@@ -74,6 +74,7 @@ def test_forged_epochs_are_dead_letters_and_the_real_replica_keeps_renewing(
         ),
         (stranger, Heartbeat(stranger, 1)),
     ]
+    record = ReplicaRecord(redis, controller.config.replica_namespace)
     try:
         agent.start(controller.add_replica(replica))
         # The lease loop starts once the consumer applies requests, so heartbeats can renew.
@@ -99,17 +100,16 @@ def test_forged_epochs_are_dead_letters_and_the_real_replica_keeps_renewing(
             )
             _assert_redis_holds(store, agent, collections)
             assert all(replica not in store.fences(name) for name in collections)
-            assert ReplicaRecord(redis).all()[replica].epoch == 1
-            assert stranger not in ReplicaRecord(redis).all()
+            assert record.all()[replica].epoch == 1
+            assert stranger not in record.all()
 
             # A forged sighting kept from before the check is replaced by the next real one.
             stale = ReplicaSighting(replica, FORGED, "heartbeat", 0, 0, 1 << 40)
-            redis.hset(SEEN, replica, json.dumps(dataclasses.asdict(stale)))
+            redis.hset(record.keys.seen, replica, json.dumps(dataclasses.asdict(stale)))
             assert_eventually(lambda: _renewed_since(controller, replica, renewed), TIMEOUT)
-            assert ReplicaRecord(redis).all()[replica].epoch == 1
+            assert record.all()[replica].epoch == 1
         assert consumer.isActive and consumer.exception() is None
         assert controller.is_current(replica, 1)
     finally:
         agent.stop("test over")
         agent.join(30)
-        redis.hdel(SEEN, stranger)

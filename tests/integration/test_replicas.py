@@ -30,7 +30,6 @@ from collection_manager.control.members import REMOVED
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.storage.replicas import SEEN
 from collection_manager.storage.store import RedisStore
 from producers.agent import AgentConfig, ReplicaAgent
 from schemas.codec import encode_request
@@ -107,15 +106,12 @@ def controller(
     topic: str,
     replica_config: ReplicaConfig,
 ) -> Iterator[Controller]:
-    """A controller with the test's key namespace; its keys and sightings go afterwards."""
+    """A controller with the test's key namespace; its keys (sightings too) go afterwards."""
     made = Controller.connect(kafka, endpoints.redis_url, topic, replica_config)
     try:
         yield made
     finally:
         made.close()
-        replica_ids = [row.replica_id for row in made.replicas()]
-        if replica_ids:
-            redis.hdel(SEEN, *replica_ids)
         keys = list(redis.scan_iter(match=f"{replica_config.replica_namespace}:*"))
         if keys:
             redis.delete(*keys)

@@ -1,0 +1,68 @@
+"""Ticks: the controller's requests that move the log's time forward (docs/design.md §8).
+
+Leases are measured in *log time*, the time of the newest tick the consumer applied in a
+partition, never in the wall clock: a stopped, lagging or disconnected pipeline applies no
+tick, so no lease expires while it is away. Every lease-check interval the controller
+publishes one tick to each partition of the topic.
+
+A tick is an ordinary ``Heartbeat`` of the reserved replica id :data:`CONTROLLER_ID` whose
+``sent_at`` is the controller's tick clock, so the wire format is unchanged and an older
+consumer reads it as one more heartbeat. Its epoch is issued from the controller's counter
+like any other, so the consumer's epoch check applies to it unchanged. ``add_replica``
+refuses the reserved id, so no real replica can be mistaken for the controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from collection_manager.core.errors import InvalidNameError
+from collection_manager.core.names import check_replica_id
+from collection_manager.core.requests import Heartbeat, Request
+
+# Valid under the name rule (the consumer must accept ticks), reserved by add_replica.
+CONTROLLER_ID = "cm-controller"
+
+
+def is_tick(request: Request) -> bool:
+    """Whether ``request`` is a tick of the controller (and not a replica's heartbeat)."""
+    return isinstance(request, Heartbeat) and request.replica_id == CONTROLLER_ID
+
+
+def newest_tick(requests: Iterable[Request]) -> int | None:
+    """The newest tick time among ``requests`` (one partition), or None without a tick."""
+    times = [
+        r.sent_at
+        for r in requests
+        if isinstance(r, Heartbeat) and r.replica_id == CONTROLLER_ID and r.sent_at is not None
+    ]
+    return max(times) if times else None
+
+
+def check_member_id(replica_id: object) -> None:
+    """Checks an id a replica may be added under: the name rule, and not the reserved one.
+
+    Raises:
+        InvalidNameError: outside the name rule, or the controller's own id.
+    """
+    check_replica_id(replica_id)
+    if replica_id == CONTROLLER_ID:
+        raise InvalidNameError(f"replica id {CONTROLLER_ID!r} is reserved for the controller")
+
+
+class TickClock:
+    """The controller's tick times: the wall clock, but never backwards.
+
+    Every tick time is above every earlier one and above the newest log time the
+    controller read, so a lease granted at a tick time can only expire through ticks
+    published after it (a wall clock set back, or a restarted controller behind the log,
+    would otherwise let old ticks count).
+    """
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self, wall_ms: int, log_time: int = 0) -> int:
+        """The next tick time, at least ``wall_ms``, above ``log_time`` and the last."""
+        self.last = max(wall_ms, log_time + 1, self.last + 1)
+        return self.last
