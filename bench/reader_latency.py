@@ -67,11 +67,12 @@ def probing(url: str, interval_s: float, into: dict[str, Any]) -> Iterator[None]
     try:
         yield
     finally:
-        into["probed_s"] = time.perf_counter() - start
+        end = time.perf_counter()
+        into["probed_s"] = end - start
         # The machine may be shared: what else ran shows in the probes of every phase.
         into["load_average"] = list(os.getloadavg())
         for name, prober in probers.items():
-            into[name] = summary(prober.stop())
+            into[name] = summary(prober.stop(end))
 
 
 def _idle(url: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -54,19 +54,23 @@ class Prober:
         self._thread.start()
         return self
 
-    def stop(self) -> list[Probe]:
-        """Sends what is due by now, then stops; returns every probe, in the order they were due.
+    def stop(self, at: float | None = None) -> list[Probe]:
+        """Sends what fell due before ``at`` (default now), then stops; returns every probe.
+
+        Probers stopped one after the other are given one ``at``, so that the catch-up of
+        one does not lengthen the phase of the next.
 
         Raises:
             Exception: what failed a probe (anything but a busy reply), in the caller's thread.
         """
-        self._stop_at = time.perf_counter()
+        self._stop_at = time.perf_counter() if at is None else at
         self._stop.set()
         self._thread.join()
         self._client.close()
         if self._error is not None:
             raise self._error
-        return self._probes
+        # This thread may have gone on probing while another prober was being stopped.
+        return [probe for probe in self._probes if probe.due < self._stop_at]
 
     def _run(self) -> None:
         try:
