@@ -156,7 +156,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         probe_row = Append(COLLECTION, "reader", 1, ((PROBE_ROW, 1),), produced_at=0)
         store.apply_requests("bench", 0, [(0, probe_row)])
         try:
-            phases = {name: PHASE_RUNS[name](url, args) for name in PHASES}
+            phases = {}
+            for name in PHASES:
+                print(f"{name}: probing", flush=True)  # the fill before the delete is long
+                phases[name] = PHASE_RUNS[name](url, args)
         finally:
             store.drop_collection(COLLECTION)
     return {

@@ -17,6 +17,8 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from bench.store_apply import ROW_SCHEMA, UPDATES_PER_REQUEST, requests
 from collection_manager.config import ConsumerConfig, from_env
@@ -30,12 +32,19 @@ SPEC_COLUMNS = ("replica_id",)
 LOAD_REQUESTS = 200
 FILL_APPEND_ROWS = 5_000  # one append per merged group (MAX_GROUP_UPDATES)
 FILL_APPENDS_PER_CALL = 20
+CALL_TIMEOUT_S = 600  # bench all's timeout stops a benchmark that hangs
 
 
 def store(url: str) -> RedisStore:
-    """A store with the consumer's change-log length (``CM_LOG_MAX_LENGTH``)."""
+    """A store with the consumer's change-log length (``CM_LOG_MAX_LENGTH``).
+
+    Its client waits as long as a call takes and never sends one again: redis-py 8 gives
+    up on a reply after 5 s by default and retries, and the delete of a million rows is
+    one function call that runs longer than that.
+    """
     config = from_env(ConsumerConfig)
-    return RedisStore(redis.Redis.from_url(url), log_max_length=config.log_max_length)
+    client = redis.Redis.from_url(url, socket_timeout=CALL_TIMEOUT_S, retry=Retry(NoBackoff(), 0))
+    return RedisStore(client, log_max_length=config.log_max_length)
 
 
 def fresh_collection(target: RedisStore, name: str) -> None:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 Command = Callable[[redis.Redis], object]
 
@@ -41,7 +43,9 @@ class Prober:
     def __init__(self, url: str, command: Command, interval_s: float) -> None:
         # A connection of its own: the probes never queue behind another client's calls
         # on a shared connection, only behind what Redis itself is busy with.
-        self._client = redis.Redis.from_url(url, socket_timeout=120)
+        # No timeout and no retry: a probe waits for its answer however long Redis is
+        # blocked (bench all's timeout stops a benchmark that hangs).
+        self._client = redis.Redis.from_url(url, socket_timeout=None, retry=Retry(NoBackoff(), 0))
         self._client.ping()
         self._command, self._interval_s = command, interval_s
         self._stop = threading.Event()
