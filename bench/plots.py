@@ -224,6 +224,40 @@ def cancel_to_quiet(result: Result, canvas: Canvas) -> None:
     axes.legend(fontsize=8)
 
 
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
+
+
+def reader_latency(result: Result, canvas: Canvas) -> None:
+    """p50, p99 and max of each probed command per phase, idle first, on a log axis."""
+    figures = result["figures"]
+    phases = figures["phases"]
+    labels = [
+        "idle\n(baseline)",
+        f"applying\n{phases['applying']['applied_updates_per_s']:,.0f} updates/s",
+        f"deleting\n{phases['deleting']['rows_deleted']:,} rows",
+    ]
+    stats = (("p50_ms", "p50", "tab:cyan"), ("p99_ms", "p99", OURS), ("max_ms", "max", "navy"))
+    commands = figures["commands"]
+    for axes, command in zip(canvas.subplots(1, len(commands)), commands, strict=True):
+        for shift, (key, label, color) in zip((-0.27, 0, 0.27), stats, strict=True):
+            values = [phases[phase][command][key] for phase in ("idle", "applying", "deleting")]
+            bars = axes.bar([i + shift for i in range(3)], values, 0.27, color=color, label=label)
+            axes.bar_label(bars, labels=[_ms(v) for v in values], fontsize=8)
+        for target, name, style in (
+            (targets.READER_P99_MS, "p99", "--"),
+            (targets.READER_MAX_MS, "max", ":"),
+        ):
+            label = f"{name} target {target.text()}"
+            axes.axhline(target.bound, color=TARGET, linestyle=style, linewidth=1, label=label)
+        axes.set_yscale("log")
+        axes.set_xticks(range(3), labels)
+        axes.set_ylabel("latency from when the probe was due, ms (log)")
+        axes.set_title(f"{command}, every {figures['interval_ms']:g} ms")
+        axes.set_ylim(top=axes.get_ylim()[1] * 10)  # room for the legend above the bars
+        axes.legend(fontsize=8, loc="upper left", ncols=3)
+
+
 DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
     "e2e": (e2e, (15, 4.5)),
     "store_apply": (store_apply, (7, 4.5)),
@@ -231,6 +265,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "ttl_index": (ttl_index, (13, 4.5)),
     "expiration": (expiration, (7, 4.5)),
     "cancel_to_quiet": (cancel_to_quiet, (8, 4.5)),
+    "reader_latency": (reader_latency, (13, 4.5)),
 }
 
 

@@ -49,6 +49,53 @@ def _path(applied: float, p50: float, p99: float, drain_s: float) -> dict[str, A
     }
 
 
+def _probes(p50: float, p99: float, max_ms: float, busy: int = 0) -> dict[str, Any]:
+    return {
+        "probes": 400,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "max_ms": max_ms,
+        "max_round_trip_ms": max_ms - 1,
+        "busy_replies": busy,
+    }
+
+
+def _reader_latency(rows_deleted: int) -> dict[str, Any]:
+    """Idle, applying (meets both targets) and deleting (misses both) phases."""
+    idle = {"PING": _probes(0.2, 1.0, 4.0), "point query": _probes(0.25, 1.25, 5.0)}
+    applying = {"PING": _probes(2.0, 20.0, 100.0), "point query": _probes(2.5, 25.0, 200.0)}
+    deleting = {
+        "PING": _probes(900.0, 1_800.0, 2_000.0),
+        "point query": _probes(900, 1_900, 6_000, 7),
+    }
+    return {
+        "interval_ms": 5.0,
+        "commands": ["PING", "point query"],
+        "targets": {"p99_ms": 50.0, "max_ms": 250.0},
+        "phases": {
+            "idle": {**idle, "probed_s": 10.0, "load_average": [1.5, 1.25, 1.0]},
+            "applying": {
+                **applying,
+                "probed_s": 10.0,
+                "applied_updates_per_s": 150_000.0,
+                "apply_calls": 30,
+                "requests_per_call": 50,
+                "function_calls": 300,
+                "function_ms": 6_000.0,
+            },
+            "deleting": {
+                **deleting,
+                "probed_s": 2.0,
+                "fill_s": 40.0,
+                "delete_ms": 2_000.0,
+                "rows_deleted": rows_deleted,
+                "function_calls": 1,
+                "function_ms": 1_950.0,
+            },
+        },
+    }
+
+
 def _ok(scale: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "wall_s": 12.5, "run_s": 11.0, "scale": scale, "figures": figures}
 
@@ -104,6 +151,10 @@ def fixture() -> dict[str, Any]:
                 ],
                 "rows_deleted": 1000,
             },
+        ),
+        "reader_latency": _ok(
+            {"rows": 1_000_000, "phase_s": 10.0, "interval_ms": 5.0, "group": 50},
+            _reader_latency(1_000_000),
         ),
         "expiration": _ok(
             {"rows": 1000},
@@ -307,6 +358,57 @@ def test_plots_are_drawn_from_the_fixture(tmp_path: Path) -> None:
     for name, relative in drawn.items():
         assert relative == f"benchmarks/{name}.png"
         assert (tmp_path / relative).read_bytes().startswith(b"\x89PNG")
+
+
+def test_reader_latency_is_shown_beside_the_idle_baseline() -> None:
+    markdown = render(fixture(), {})
+    p99 = _cells(_row(markdown, "PING p99 while the store applies"))
+    assert p99[0] == "`reader_latency`"
+    assert p99[2:] == ["20 ms", "1 ms (consumer idle)", "20x", "<= 50 ms", "met"]
+    assert "150,000 updates/s applied meanwhile" in p99[1]
+    worst = _cells(_row(markdown, "point query max while the store applies"))
+    assert worst[2:4] == ["200 ms", "5 ms (consumer idle)"]
+    assert worst[5:] == ["<= 250 ms", "met"]
+    median = _cells(_row(markdown, "PING p50 while a delete of 1,000,000 rows"))
+    assert median[2:] == ["900 ms", "0.2 ms (consumer idle)", "4,500x", "", ""]
+
+
+def test_reader_latency_during_the_big_delete_misses_its_targets() -> None:
+    markdown = render(fixture(), {})
+    p99 = _cells(_row(markdown, "PING p99 while a delete of 1,000,000 rows"))
+    assert p99[5:] == ["<= 50 ms", "**MISSED**"]
+    worst = _cells(_row(markdown, "point query max while a delete"))
+    assert worst[2] == "6,000 ms"
+    assert worst[6] == "**MISSED**"
+    assert "7 BUSY replies" in worst[1]
+    delete = _cells(_row(markdown, "indexed delete of 1,000,000 rows (what blocked"))
+    assert delete[2] == "2,000 ms"
+    assert "1 function call, 1,950 ms inside Redis" in delete[1]
+
+
+def test_reader_latency_of_a_small_delete_cannot_test_the_targets() -> None:
+    results = fixture()
+    results["benchmarks"]["reader_latency"]["figures"] = _reader_latency(20_000)
+    markdown = render(results, {})
+    small = _cells(_row(markdown, "PING max while a delete of 20,000 rows"))
+    assert small[5:] == ["<= 250 ms", "n/a"]
+    assert "target is for 1,000,000 rows" in small[1]
+    applying = _cells(_row(markdown, "PING max while the store applies"))
+    assert applying[6] == "met"
+
+
+def test_reader_latency_details_list_every_phase_and_what_ran() -> None:
+    markdown = render(fixture(), {})
+    assert "### Concurrent readers, per phase" in markdown
+    idle = _cells(_row(markdown, "| idle | PING |"))
+    assert idle[2:8] == ["400", "0.2", "1", "4", "3", "0"]
+    assert idle[8:] == ["nothing (baseline)", "1.50, 1.25, 1.00"]
+    applying = _cells(_row(markdown, "| applying | point query |"))
+    assert applying[8] == "150,000 updates/s applied; 300 function calls, 20 ms each"
+    deleting = _cells(_row(markdown, "| deleting | point query |"))
+    assert deleting[7] == "7"
+    assert deleting[8] == "delete of 1,000,000 rows, 2,000 ms; 1 function call, 1,950 ms each"
+    assert "RedisStore.apply_requests" in markdown
 
 
 def test_bench_all_is_a_subcommand() -> None:

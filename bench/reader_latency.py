@@ -1,0 +1,221 @@
+"""What a separate reader waits for ``PING`` and a point query while the store is busy (issue 14).
+
+Two probing clients, each on its own connection in its own thread, send their command
+every ``--interval-ms``: ``PING``, and the point query of a reader, ``HGET`` of one row in
+a collection's contents hash. They are timed in three phases of one run:
+
+1. **idle**: nothing else runs (the baseline);
+2. **applying**: another process applies appends at full speed through
+   ``RedisStore.apply_requests`` (the Redis work of the Spark consumer, without Kafka and
+   Spark: the figures are the store's, short and deterministic; see ``bench.reader_load``);
+3. **deleting**: an indexed delete by ``replica_id`` retracts ``--rows`` rows (1,000,000);
+   the rows are loaded before, unmeasured, and only the delete is probed.
+
+Latency counts from when a probe was due (see ``bench.reader_probe``). Targets (issue 14):
+p99 <= 50 ms and max <= 250 ms, reported, never asserted.
+Run: ``.venv/bin/python -m bench.reader_latency [--rows 1000000] [--phase-s 10]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+
+from bench import reader_load
+from bench.common import report, services
+from bench.reader_probe import Command, Prober, summary
+from bench.targets import READER_MAX_MS, READER_P99_MS
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Append, Delete
+from collection_manager.storage.keys import CollectionKeys
+from collection_manager.storage.rows import encode_row
+
+COLLECTION = "bench-reader"
+LOAD_COLLECTION = "bench-reader-load"
+PROBE_ROW = ("reader", 0, 0)  # the row the point query reads; no delete touches it
+VICTIM = "victim"  # the replica whose rows the delete retracts
+PHASES = ("idle", "applying", "deleting")
+
+
+def commands() -> dict[str, Command]:
+    """The probed commands by name: ``PING`` and ``HGET`` of the probe row."""
+    contents, field = CollectionKeys(COLLECTION).contents, encode_row(PROBE_ROW)
+
+    def point_query(client: redis.Redis) -> object:
+        # Checked on every probe: a reader that got the wrong answer fast has not been served.
+        if client.hget(contents, field) != b"1":
+            raise AssertionError(f"the probe row {PROBE_ROW} is not in {COLLECTION}")
+        return True
+
+    return {"PING": lambda client: client.ping(), "point query": point_query}
+
+
+@contextmanager
+def probing(url: str, interval_s: float, into: dict[str, Any]) -> Iterator[None]:
+    """Probes every command while the block runs; puts each one's summary into ``into``."""
+    probers = {name: Prober(url, command, interval_s) for name, command in commands().items()}
+    start = time.perf_counter()
+    for prober in probers.values():
+        prober.start()
+    try:
+        yield
+    finally:
+        end = time.perf_counter()
+        into["probed_s"] = end - start
+        # The machine may be shared: what else ran shows in the probes of every phase.
+        into["load_average"] = list(os.getloadavg())
+        for name, prober in probers.items():
+            into[name] = summary(prober.stop(end))
+
+
+def _idle(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    phase: dict[str, Any] = {}
+    with probing(url, args.interval_ms / 1e3, phase):
+        time.sleep(args.phase_s)
+    return phase
+
+
+def _applying(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Probes while another process applies appends back to back."""
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    ready, stop = context.Event(), context.Event()
+    receive, send = context.Pipe(duplex=False)
+    loader = context.Process(
+        target=reader_load.apply_at_full_speed,
+        args=(url, LOAD_COLLECTION, args.group, ready, stop, send),
+    )
+    loader.start()
+    try:
+        if not ready.wait(120):
+            raise RuntimeError("the loader did not get ready within 120 s")
+        phase: dict[str, Any] = {}
+        client = redis.Redis.from_url(url)
+        before = reader_load.function_stats(client)
+        with probing(url, args.interval_ms / 1e3, phase):
+            time.sleep(args.phase_s)
+        phase |= reader_load.function_delta(before, reader_load.function_stats(client))
+        stop.set()
+        phase |= receive.recv()
+        loader.join(60)
+        return phase
+    finally:
+        if loader.is_alive():
+            loader.terminate()
+            loader.join()
+
+
+def _deleting(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Loads ``--rows`` rows of one replica, then probes while one delete retracts them all."""
+    store = reader_load.store(url)
+    phase: dict[str, Any] = {"fill_s": reader_load.fill(store, COLLECTION, VICTIM, args.rows)}
+    offset = store.applied_offset(COLLECTION, "bench", 0) + 1
+    delete = Delete(COLLECTION, eq("replica_id", VICTIM))
+    client = redis.Redis.from_url(url)
+    before = reader_load.function_stats(client)
+    with probing(url, args.interval_ms / 1e3, phase):
+        start = time.perf_counter()
+        counters = store.apply_requests("bench", 0, [(offset, delete)])[COLLECTION]
+        phase["delete_ms"] = (time.perf_counter() - start) * 1e3
+    phase |= reader_load.function_delta(before, reader_load.function_stats(client))
+    if counters["retractions"] != args.rows:
+        raise AssertionError(f"the delete retracted {counters['retractions']}, not {args.rows}")
+    phase["rows_deleted"] = counters["retractions"]
+    return phase
+
+
+PHASE_RUNS: dict[str, Callable[[str, argparse.Namespace], dict[str, Any]]] = {
+    "idle": _idle,
+    "applying": _applying,
+    "deleting": _deleting,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's scale options."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows the delete retracts")
+    parser.add_argument("--phase-s", type=float, default=10.0, help="idle and applying phases")
+    parser.add_argument("--interval-ms", type=float, default=5.0, help="pace of each prober")
+    parser.add_argument("--group", type=int, default=50, help="requests per apply call")
+    return parser
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every phase's latency summaries per command, with what the store did meanwhile."""
+    with services() as endpoints:
+        url = endpoints.redis_url
+        store = reader_load.store(url)
+        reader_load.fresh_collection(store, COLLECTION)
+        probe_row = Append(COLLECTION, "reader", 1, ((PROBE_ROW, 1),), produced_at=0)
+        store.apply_requests("bench", 0, [(0, probe_row)])
+        try:
+            phases = {}
+            for name in PHASES:
+                print(f"{name}: probing", flush=True)  # the fill before the delete is long
+                phases[name] = PHASE_RUNS[name](url, args)
+        finally:
+            store.drop_collection(COLLECTION)
+    return {
+        "phases": phases,
+        "commands": list(commands()),
+        "interval_ms": args.interval_ms,
+        "targets": {"p99_ms": READER_P99_MS.bound, "max_ms": READER_MAX_MS.bound},
+    }
+
+
+def main() -> None:
+    args = parser().parse_args()
+    result = run(args)
+    phases = result["phases"]
+    rows = [
+        _row(phase, command, phases[phase][command])
+        for phase in PHASES
+        for command in result["commands"]
+    ]
+    report(
+        "reader_latency",
+        ["phase", "command", "probes", "p50 ms", "p99 ms", "max ms", "BUSY", "targets"],
+        rows,
+        {"scale": vars(args), **result},
+    )
+    _print_work(phases)
+
+
+def _row(phase: str, command: str, s: dict[str, Any]) -> tuple[Any, ...]:
+    met = READER_P99_MS.met(s["p99_ms"]) and READER_MAX_MS.met(s["max_ms"])
+    return (
+        phase,
+        command,
+        s["probes"],
+        s["p50_ms"],
+        s["p99_ms"],
+        s["max_ms"],
+        s["busy_replies"],
+        "met" if met else "MISSED",
+    )
+
+
+def _print_work(phases: dict[str, Any]) -> None:
+    apply, delete = phases["applying"], phases["deleting"]
+    print(f"targets (issue 14): p99 {READER_P99_MS.text()}, max {READER_MAX_MS.text()}")
+    print(
+        f"applying: {apply['applied_updates_per_s']:,.0f} updates/s in "
+        f"{apply['apply_calls']} apply calls of {apply['requests_per_call']} requests; "
+        f"{apply['function_calls']} function calls, {apply['function_ms']:,.0f} ms in Redis"
+    )
+    print(
+        f"deleting: {delete['rows_deleted']:,} rows in {delete['delete_ms']:,.0f} ms; "
+        f"{delete['function_calls']} function call(s), {delete['function_ms']:,.0f} ms in Redis; "
+        f"loading them took {delete['fill_s']:.1f} s (not measured)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The load of ``bench.reader_latency``: appends at full speed, and a replica's many rows.
+
+``apply_at_full_speed`` runs in a process of its own (so that its Python work never takes
+the GIL from the probing threads): it applies the requests of ``bench.store_apply`` (1,000
+updates each, half of them cancelling within a group) through ``RedisStore.apply_requests``,
+``group`` requests per call, back to back until told to stop. That is the Redis work the
+Spark consumer does for the same requests (``spark_consumers/applier.py`` calls the same
+method per partition and micro-batch), without Kafka and Spark in the way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from bench.store_apply import ROW_SCHEMA, UPDATES_PER_REQUEST, requests
+from collection_manager.config import ConsumerConfig, from_env
+from collection_manager.core.requests import Append
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.store import RedisStore
+
+SPEC_COLUMNS = ("replica_id",)
+# Distinct requests cycled through by the loader: enough that a group's rows are not all
+# fresh hash fields nor all old ones, few enough to build in a second.
+LOAD_REQUESTS = 200
+FILL_APPEND_ROWS = 5_000  # one append per merged group (MAX_GROUP_UPDATES)
+FILL_APPENDS_PER_CALL = 20
+CALL_TIMEOUT_S = 600  # bench all's timeout stops a benchmark that hangs
+
+
+def store(url: str) -> RedisStore:
+    """A store with the consumer's change-log length (``CM_LOG_MAX_LENGTH``).
+
+    Its client waits as long as a call takes and never sends one again: redis-py 8 gives
+    up on a reply after 5 s by default and retries, and the delete of a million rows is
+    one function call that runs longer than that.
+    """
+    config = from_env(ConsumerConfig)
+    client = redis.Redis.from_url(url, socket_timeout=CALL_TIMEOUT_S, retry=Retry(NoBackoff(), 0))
+    return RedisStore(client, log_max_length=config.log_max_length)
+
+
+def fresh_collection(target: RedisStore, name: str) -> None:
+    """``name`` created empty, with an index on ``replica_id`` (the delete's column)."""
+    target.drop_collection(name)
+    target.create_collection(CollectionSpec(name, ROW_SCHEMA, SPEC_COLUMNS))
+
+
+def apply_at_full_speed(
+    url: str, collection: str, group: int, ready: Event, stop: Event, out: Connection
+) -> None:
+    """Applies appends back to back from ``ready`` until ``stop``; sends its counters to ``out``.
+
+    The requests are built before ``ready`` so that only applying them is timed. Offsets
+    keep growing across cycles, so no group is skipped as already applied.
+    """
+    target = store(url)
+    fresh_collection(target, collection)
+    pool = list(requests(collection, LOAD_REQUESTS))
+    offsets = itertools.count()
+    ready.set()
+    start, applied, calls = time.perf_counter(), 0, 0
+    while not stop.is_set():
+        batch = [(next(offsets), pool[(applied + i) % LOAD_REQUESTS]) for i in range(group)]
+        target.apply_requests("bench", 0, batch)
+        applied, calls = applied + group, calls + 1
+    elapsed = time.perf_counter() - start
+    out.send(
+        {
+            "applied_updates_per_s": applied * UPDATES_PER_REQUEST / elapsed,
+            "apply_calls": calls,
+            "requests_per_call": group,
+        }
+    )
+    target.drop_collection(collection)
+
+
+def fill(target: RedisStore, collection: str, replica: str, rows: int) -> float:
+    """Applies ``rows`` distinct rows of ``replica`` in big groups; returns the seconds taken."""
+    start = time.perf_counter()
+    offset = target.applied_offset(collection, "bench", 0)
+    appends = []
+    for first in range(0, rows, FILL_APPEND_ROWS):
+        updates = tuple(
+            ((replica, op, op * 7), 1) for op in range(first, min(rows, first + FILL_APPEND_ROWS))
+        )
+        appends.append(Append(collection, replica, 1, updates, produced_at=0))
+        if len(appends) == FILL_APPENDS_PER_CALL or first + FILL_APPEND_ROWS >= rows:
+            batch = [(offset + 1 + i, a) for i, a in enumerate(appends)]
+            target.apply_requests("bench", 0, batch)
+            offset, appends = offset + len(appends), []
+    return time.perf_counter() - start
+
+
+def function_stats(client: redis.Redis) -> dict[str, Any]:
+    """Redis's own count of FCALLs and the microseconds it spent in them, so far."""
+    stats = client.info("commandstats").get("cmdstat_fcall", {})
+    return {"calls": int(stats.get("calls", 0)), "usec": int(stats.get("usec", 0))}
+
+
+def function_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The FCALLs between two ``function_stats`` and the milliseconds Redis spent in them."""
+    return {
+        "function_calls": after["calls"] - before["calls"],
+        "function_ms": (after["usec"] - before["usec"]) / 1e3,
+    }
