@@ -17,7 +17,13 @@ from tests.integration.test_store_model import _assert_agrees, _renamed
 from tests.unit.strategies import MODEL_SPECS, model_requests
 
 Tick = int  # the clock moves to this time (ms) and due retractions are applied
-VALID_UNTIL = st.sampled_from((None, 10, 20, 30, 45, 60))
+# The test's clock starts far in the future (year ~128,000; inside the numeric domain), so
+# that a consumer's retraction timer on the same Redis, whose clock is the wall clock,
+# never finds this test's retractions due.
+EPOCH = 4_000_000_000_000_000
+VALID_UNTIL = st.sampled_from((None, 10, 20, 30, 45, 60)).map(
+    lambda v: None if v is None else EPOCH + v
+)
 
 
 def _with_validity(request: Request, valid_until: int | None) -> Request:
@@ -47,7 +53,7 @@ def test_scheduled_retractions_match_the_model_with_and_without_expiration(
     suffix = uuid.uuid4().hex[:8]
     names = {spec.name: f"{spec.name}-{suffix}" for spec in MODEL_SPECS}
     specs = [dataclasses.replace(spec, name=names[spec.name]) for spec in MODEL_SPECS]
-    model, now, offset_s = ModelStore(specs), 0, offset
+    model, now, offset_s = ModelStore(specs), EPOCH, offset
     for spec in specs:
         store.create_collection(spec)
         store.set_expiration(spec.name, None if offset_s is None else now + offset_s)
