@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -12,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collection_manager.core.errors import InfrastructureError
+
+logger = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 
@@ -53,8 +56,14 @@ def choose_port(configured: int, memo: Path, what: str) -> int:
         return configured
     with contextlib.suppress(OSError, ValueError):
         last = int(memo.read_text())
+        # A restart keeps the port every client was given: a client's connection may hold
+        # it for a moment after the old process died, so wait a little for it.
+        deadline = time.monotonic() + 10
+        while not port_is_free(last) and time.monotonic() < deadline:
+            time.sleep(0.2)
         if port_is_free(last):
             return last
+        logger.warning("port %d of %s stayed taken; %s moves to another port", last, what, what)
     port = free_port()
     memo.parent.mkdir(parents=True, exist_ok=True)
     memo.write_text(str(port))

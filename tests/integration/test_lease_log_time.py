@@ -119,9 +119,9 @@ def test_a_stopped_consumer_expires_nobody_and_a_silent_replica_goes_in_log_time
             assert _active(controller, alive)
         assert process.poll() is None
     finally:
-        for process in agents.values():
-            if process.poll() is None:
-                _kill(process)
+        for agent in agents.values():
+            if agent.poll() is None:
+                _kill(agent)
         if process.poll() is None:
             kill(process)
 
