@@ -92,6 +92,7 @@ class ExecutorSettings:
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
 _stores: dict[ExecutorSettings, RedisStore] = {}
 _producers: dict[tuple[str, int], KafkaProducer] = {}
+_clients: dict[str, redis.Redis] = {}
 _replica_records: dict[tuple[str, str], ReplicaRecord] = {}
 _ledgers: dict[str, DeadLetterLedger] = {}
 _issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
@@ -114,19 +115,29 @@ def _store(settings: ExecutorSettings) -> RedisStore:
     return _stores[settings]
 
 
+def _client(redis_url: str) -> redis.Redis:
+    # One client (one connection pool) per Redis for the replica record, the issued epochs
+    # and the dead-letter ledger of this worker, rather than one each.
+    if redis_url not in _clients:
+        _clients[redis_url] = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+    return _clients[redis_url]
+
+
 def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
     place = (settings.redis_url, settings.replica_namespace)
     if place not in _replica_records:
-        client = redis.Redis.from_url(settings.redis_url)
-        _replica_records[place] = ReplicaRecord(client, settings.replica_namespace)
+        _replica_records[place] = ReplicaRecord(
+            _client(settings.redis_url), settings.replica_namespace
+        )
     return _replica_records[place]
 
 
 def _issued(settings: ExecutorSettings) -> IssuedEpochs:
     place = (settings.redis_url, settings.replica_namespace)
     if place not in _issued_epochs:
-        client = redis.Redis.from_url(settings.redis_url)
-        _issued_epochs[place] = IssuedEpochs(client, settings.replica_namespace)
+        _issued_epochs[place] = IssuedEpochs(
+            _client(settings.redis_url), settings.replica_namespace
+        )
     return _issued_epochs[place]
 
 
@@ -139,7 +150,7 @@ def _dead_letter_producer(settings: ExecutorSettings) -> KafkaProducer:
 
 def _ledger(settings: ExecutorSettings) -> DeadLetterLedger:
     if settings.redis_url not in _ledgers:
-        _ledgers[settings.redis_url] = DeadLetterLedger(redis.Redis.from_url(settings.redis_url))
+        _ledgers[settings.redis_url] = DeadLetterLedger(_client(settings.redis_url))
     return _ledgers[settings.redis_url]
 
 

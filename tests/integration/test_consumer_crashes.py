@@ -20,9 +20,12 @@ import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
-from tests.integration.workload import create_specs, in_kafka_order, produce_until
+from tests.integration.workload import (
+    assert_caught_up_with_the_model,
+    create_specs,
+    produce_until,
+)
 from tests.support import assert_eventually
 
 KILLS = 5
@@ -72,19 +75,8 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
         stop.set()
         for thread in producers:
             thread.join(60)
-        model = ModelStore(specs)
-        model.apply_all(in_kafka_order(kafka, topic))
-
-        def caught_up() -> None:
-            assert consumer.poll() is None, (tmp_path / "consumer.log").read_text()[-3000:]
-            for spec in specs:
-                assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
-
-        assert_eventually(caught_up, timeout=180, interval=1)
-        for spec in specs:
-            counters = store.stats(spec.name)
-            assert counters["requests"] == model.collection(spec.name).counters.requests
-            assert counters["retractions"] == model.collection(spec.name).counters.retractions
+        log = tmp_path / "consumer.log"
+        assert_caught_up_with_the_model(kafka, topic, specs, store, consumer, log.read_text)
     finally:
         stop.set()
         if consumer.poll() is None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import subprocess
 import threading
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -13,8 +15,10 @@ from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
+from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request, encode_request
 from schemas.introspection import introspection_spec
+from tests.support import assert_eventually
 
 NAMES = ("compute_frontiers", "error_counts", "replica_metrics")
 
@@ -75,3 +79,28 @@ def in_kafka_order(kafka: str, topic: str) -> list[Request]:
     finally:
         consumer.close()
     return requests
+
+
+def assert_caught_up_with_the_model(
+    kafka: str,
+    topic: str,
+    specs: list[CollectionSpec],
+    store: RedisStore,
+    consumer: subprocess.Popen[bytes],
+    log: Callable[[], str],
+) -> None:
+    """Once the running consumer applied every request of ``topic``: the contents and the
+    request and retraction counters equal the model's (nothing lost, nothing twice)."""
+    model = ModelStore(specs)
+    model.apply_all(in_kafka_order(kafka, topic))
+
+    def caught_up() -> None:
+        assert consumer.poll() is None, log()[-3000:]
+        for spec in specs:
+            assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+
+    assert_eventually(caught_up, timeout=180, interval=1)
+    for spec in specs:
+        counters = store.stats(spec.name)
+        assert counters["requests"] == model.collection(spec.name).counters.requests
+        assert counters["retractions"] == model.collection(spec.name).counters.retractions
