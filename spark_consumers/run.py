@@ -195,4 +195,5 @@ def run_consumer(
 def _prepared_store(redis_url: str) -> RedisStore:
     store = RedisStore.connect(redis_url)
     ensure_introspection_collections(store)
+    store.finish_deletes()  # one a stopped consumer left half done becomes readable now
     return store

@@ -1,14 +1,16 @@
 -- Part 2 of the library (see library.py): one call's view of a collection and the writes
--- cm_apply, cm_due and cm_horizon share. Defines open_collection(keys, args); uses the
--- generated COUNTERS, COLLECTION_KEYS, LOG_ROWS and LOG_DIFFS.
+-- cm_apply, cm_continue, cm_due and cm_horizon share. Defines open_collection(keys, args)
+-- and pending_delete; uses the generated COUNTERS, COLLECTION_KEYS, LOG_ROWS and LOG_DIFFS.
 --
 -- keys: the collection's keys in the order of COLLECTION_KEYS (keys.py FUNCTION_KEYS):
 --   contents (hash row -> multiplicity), log (stream), time (string), fences (hash replica
 --   -> max dead epoch), applied (hash "topic:partition" -> offset), stats (hash counter ->
 --   total), validity (hash row -> JSON {valid_until: diff}), schedule (zset of
---   "valid_until|row" by valid_until), expiration (string ms; absent: none)
--- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}}),
---   4 the function's own argument, 5... rows of appends (see cm_apply)
+--   "valid_until|row" by valid_until), expiration (string ms; absent: none), refused (hash
+--   "topic:partition:offset" -> why), pending (hash: the delete in progress)
+-- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}} and
+--   ds, the rows of a delete step), 4 the function's own argument, 5... texts the
+--   payload's operations address: rows of appends, queries of deletes (see ops.py)
 -- Rows are canonical JSON arrays; a row's index keys are derived here from its values.
 --
 -- Top-level locals of a library live as long as the library, so everything a call changes
@@ -45,7 +47,9 @@ end
 -- their diffs): an XADD per update cost more than all other writes of an update together.
 local LOG_ENTRY_UPDATES = 512
 
--- A buffer of one call's log updates: update(time, row, diff), and flush() at the end.
+-- A buffer of one call's log updates: update(time, row, diff), and flush() at the end;
+-- resume(time, seq) goes on with a time a previous call began (a delete in steps), and
+-- next_seq() flushes and tells where the next call goes on.
 local function open_log(log, log_maxlen)
   local log_time, log_seq, log_rows, log_diffs = nil, 0, {}, {}
   local function flush()
@@ -65,7 +69,14 @@ local function open_log(log, log_maxlen)
     log_rows[#log_rows + 1] = row
     log_diffs[#log_diffs + 1] = string.format('%d', diff)  -- tostring turns 1e15 into 1e+15
   end
-  return update, flush
+  local function resume(time, seq)
+    log_time, log_seq = time, seq
+  end
+  local function next_seq()
+    flush()
+    return log_seq
+  end
+  return update, flush, resume, next_seq
 end
 
 -- Temporal validity: the ledger holds every pending retraction; the schedule only those
@@ -135,6 +146,32 @@ local function record_counts(stats, counts)
   return reply
 end
 
+-- The delete in progress at `pending` (keys.py): a predicate telling whether it retracts a
+-- row (JSON), and the time it retracts at; nil when there is none. A reader leaves those
+-- rows out and reads at that time: the delete is whole as far as it can see.
+local function pending_delete(pending, index_prefix)
+  local state = redis.call('HMGET', pending, 'query', 'ic', 'time')
+  if not state[1] then return nil end
+  local query, indexed = cjson.decode(state[1]), cjson.decode(state[2])
+  local in_sets = nil
+  if query.x then
+    in_sets = {}
+    for _, key in ipairs(query.x) do in_sets[index_prefix .. key] = true end
+  end
+  local function retracts(row)
+    if in_sets then
+      -- A row is in the index sets that row_index_keys derives from it, and only in them.
+      local found = false
+      for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do
+        if in_sets[key] then found = true; break end
+      end
+      if not found then return false end
+    end
+    return query.f == nil or matches(query.f, cjson.decode(row))
+  end
+  return retracts, tonumber(state[3])
+end
+
 local function open_collection(keys, args)
   local k = {}
   for i, name in ipairs(COLLECTION_KEYS) do k[name] = keys[i] end
@@ -142,11 +179,18 @@ local function open_collection(keys, args)
   local index_prefix = args[1]
   local payload = cjson.decode(args[3])
   local indexed = payload.ic
-  local log_update, flush_log = open_log(k.log, args[2])
+  local log_update, flush_log, resume_log, next_log_seq = open_log(k.log, args[2])
   local counts = {}
   for _, name in ipairs(COUNTERS) do counts[name] = 0 end
   local c = {keys = k, index_prefix = index_prefix, payload = payload, argument = args[4],
-             counts = counts, validity = open_validity(k)}
+             counts = counts, validity = open_validity(k), resume_log = resume_log,
+             next_log_seq = next_log_seq}
+
+  -- A delete in progress (keys.py pending) holds the collection: every write finishes it
+  -- first, so that nothing lands between its steps.
+  function c.held()
+    return redis.call('EXISTS', k.pending) == 1
+  end
 
   function c.next_time()
     counts.steps = counts.steps + 1

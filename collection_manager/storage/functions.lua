@@ -2,8 +2,10 @@
 -- registration. Uses matches and candidates (filter.lua), open_collection
 -- (collection.lua) and the generated VERSION.
 --
--- cm_apply, cm_due and cm_horizon take a collection's keys and arguments as
--- open_collection describes; cm_read its own (see there). Redis runs a function without
+-- cm_apply, cm_continue, cm_due and cm_horizon take a collection's keys and arguments as
+-- open_collection describes; cm_read its own (see there). The writing ones reply {'held'}
+-- and write nothing while a delete is in progress: the caller finishes it with
+-- cm_continue and calls again. Redis runs a function without
 -- interleaving other commands, so each call is atomic; an error does not roll back what a
 -- call already wrote.
 
@@ -57,17 +59,44 @@ local function refuse(c, watermark_field, op)
   c.counts.refused = c.counts.refused + 1
 end
 
-local function delete(c, time, op)
-  local contents, add, counts = c.keys.contents, c.add, c.counts
-  for _, row in ipairs(candidates(contents, c.index_prefix, op.x)) do
-    if op.f == nil or matches(op.f, cjson.decode(row)) then
-      local multiplicity = tonumber(redis.call('HGET', contents, row))
-      if multiplicity then
-        add(time, row, -multiplicity)
-        c.validity.drop(row)
-        counts.retractions = counts.retractions + 1
-      end
+-- How many rows a delete may have to look at: the sizes of its index sets, or of the
+-- collection when it scans.
+local function delete_size(c, query)
+  if query.x == nil then return redis.call('HLEN', c.keys.contents) end
+  local size = 0
+  for _, key in ipairs(query.x) do size = size + redis.call('SCARD', c.index_prefix .. key) end
+  return size
+end
+
+-- Retracts a candidate row of a delete, with its full multiplicity, if the delete's
+-- residual filter matches it and it is still there (a scan may return a row twice).
+local function retract_matching(c, time, query, row)
+  if query.f == nil or matches(query.f, cjson.decode(row)) then
+    local multiplicity = tonumber(redis.call('HGET', c.keys.contents, row))
+    if multiplicity then
+      c.add(time, row, -multiplicity)
+      c.validity.drop(row)
+      c.counts.retractions = c.counts.retractions + 1
     end
+  end
+end
+
+-- A delete whose candidates fit in one step (payload ds) is done here; a larger one is
+-- recorded as the collection's delete in progress, at the next time, which becomes
+-- readable when cm_continue has done its last step (docs/design.md §5). Its query is
+-- stored as Python wrote it: cjson would rewrite its numbers with 14 significant digits.
+local function delete(c, args, op)
+  local query = cjson.decode(args[op.q])
+  if delete_size(c, query) <= c.payload.ds then
+    local time = c.next_time()
+    for _, row in ipairs(candidates(c.keys.contents, c.index_prefix, query.x)) do
+      retract_matching(c, time, query, row)
+    end
+  else
+    c.counts.steps = c.counts.steps + 1
+    local time = tonumber(redis.call('GET', c.keys.time) or '0') + 1
+    redis.call('HSET', c.keys.pending, 'query', args[op.q], 'ic', cjson.encode(c.payload.ic),
+               'time', integer(time), 'key', 1, 'cursor', '0', 'seq', 0)
   end
   if op.fr then fence(c.keys.fences, op.fr, op.fe) end
 end
@@ -99,13 +128,18 @@ end
 -- applying a chunk again is a no-op. Own argument: the watermark field "topic:partition".
 local function cm_apply(keys, args)
   local c = open_collection(keys, args)
+  if c.held() then return {'held'} end  -- the caller finishes the delete and calls again
   local applied, watermark_field, ops = c.keys.applied, c.argument, c.payload.ops
   local watermark = tonumber(redis.call('HGET', applied, watermark_field) or '-1')
   -- Checked before any write: an error does not roll back what the call already wrote.
-  for _, op in ipairs(ops) do
+  for i, op in ipairs(ops) do
     if op.s <= watermark and op.o > watermark then
       -- Merged requests straddle the watermark: the caller must drop applied ones first.
       return redis.error_reply('request group straddles the applied offset ' .. watermark)
+    end
+    if op.k == 'd' and i < #ops then
+      -- It may leave a delete in progress, which nothing may overtake.
+      return redis.error_reply('a delete must end its chunk')
     end
   end
   local refused, row, value = first_overflow(c, args, ops, watermark)
@@ -127,7 +161,7 @@ local function cm_apply(keys, args)
       append(c, args, c.next_time(), op)
       watermark = op.o
     else
-      delete(c, c.next_time(), op)
+      delete(c, args, op)
       counts.requests = counts.requests + 1
       watermark = op.o
     end
@@ -140,6 +174,7 @@ end
 -- removes its ledger entry in the same step, so calling it again is a no-op.
 local function cm_due(keys, args)
   local c = open_collection(keys, args)
+  if c.held() then return {'held'} end
   local due = redis.call('ZRANGEBYSCORE', c.keys.schedule, '-inf', c.argument)
   if #due == 0 then return c.finish() end
   local time, validity, counts = c.next_time(), c.validity, c.counts
@@ -172,7 +207,9 @@ end
 -- it: every ledger entry before the expiration is scheduled, none at or after it. Replies
 -- with the schedule's size.
 local function cm_horizon(keys, args)
-  local k = open_collection(keys, args).keys
+  local c = open_collection(keys, args)
+  if c.held() then return {'held'} end
+  local k = c.keys
   local expiration = tonumber(args[4])
   if expiration then
     redis.call('SET', k.expiration, integer(expiration))
@@ -192,14 +229,66 @@ local function cm_horizon(keys, args)
   return redis.call('ZCARD', k.schedule)
 end
 
+-- One step of the collection's delete in progress (see delete): retracts the matching
+-- rows among about `own argument` candidates, from where the last step stopped (a
+-- cursor of SSCAN over each index set, or HSCAN over the contents), at the delete's time.
+-- The last step makes that time readable and ends the delete. Rows the delete retracted
+-- have left contents and index sets, and nothing else writes meanwhile, so a row a
+-- cursor returns again is not retracted twice and none present throughout is missed.
+-- Replies 'more' or 'done', then the counters as cm_apply does.
+local function cm_continue(keys, args)
+  local c = open_collection(keys, args)
+  local k = c.keys
+  local state = redis.call('HMGET', k.pending, 'query', 'time', 'key', 'cursor', 'seq')
+  if not state[1] then
+    local reply = c.finish()
+    table.insert(reply, 1, 'done')
+    return reply
+  end
+  local query, time = cjson.decode(state[1]), tonumber(state[2])
+  local key, cursor = tonumber(state[3]), state[4]
+  c.resume_log(time, tonumber(state[5]))
+  local budget, done = tonumber(c.argument), false
+  while budget > 0 and not done do
+    local found = {}
+    if query.x then
+      local reply = redis.call('SSCAN', c.index_prefix .. query.x[key], cursor, 'COUNT', budget)
+      cursor, found = reply[1], reply[2]
+    else
+      local reply = redis.call('HSCAN', k.contents, cursor, 'COUNT', budget)
+      cursor = reply[1]
+      for i = 1, #reply[2], 2 do found[#found + 1] = reply[2][i] end
+    end
+    for _, row in ipairs(found) do retract_matching(c, time, query, row) end
+    budget = budget - #found - 1  -- a scan call costs even when it finds nothing
+    if cursor == '0' then
+      if query.x and key < #query.x then key, cursor = key + 1, '0' else done = true end
+    end
+  end
+  local seq = c.next_log_seq()
+  if done then
+    redis.call('SET', k.time, integer(time))
+    redis.call('DEL', k.pending)
+  else
+    redis.call('HSET', k.pending, 'key', integer(key), 'cursor', cursor, 'seq', integer(seq))
+  end
+  local reply = c.finish()
+  table.insert(reply, 1, done and 'done' or 'more')
+  return reply
+end
+
 -- A filtered snapshot at one time: the rows matching a filter with their multiplicities,
--- after the time they are consistent with (never half a request).
--- keys: 1 contents, 2 time.  args: 1 index key prefix, 2 JSON {x = index keys?, f = filter?}
+-- after the time they are consistent with (never half a request). While a delete is in
+-- progress, that is the delete's time, and the rows it will retract are left out.
+-- keys: 1 contents, 2 time, 3 pending.
+-- args: 1 index key prefix, 2 JSON {x = index keys?, f = filter?}
 local function cm_read(keys, args)
   local contents, query = keys[1], cjson.decode(args[2])
-  local reply = {redis.call('GET', keys[2]) or '0'}
+  local retracted, pending_time = pending_delete(keys[3], args[1])
+  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0'}
   for _, row in ipairs(candidates(contents, args[1], query.x)) do
-    if query.f == nil or matches(query.f, cjson.decode(row)) then
+    if (query.f == nil or matches(query.f, cjson.decode(row)))
+        and not (retracted and retracted(row)) then
       local multiplicity = redis.call('HGET', contents, row)
       if multiplicity then
         reply[#reply + 1] = row
@@ -210,7 +299,6 @@ local function cm_read(keys, args)
   return reply
 end
 
--- The version of this library's source, so that a client can tell whether to replace it.
 -- Deletes one collection's keys by name, never by pattern: the index sets of its current
 -- rows, derived by row_index_keys as add derives them (a set exists only while a row of its
 -- value is in contents), then its keys. Arguments: the index prefix, unused, the payload
@@ -228,6 +316,7 @@ local function cm_drop(keys, args)
   return deleted
 end
 
+-- The version of this library's source, so that a client can tell whether to replace it.
 local function cm_version()
   return VERSION
 end
@@ -235,6 +324,7 @@ end
 redis.register_function('cm_apply', cm_apply)
 redis.register_function('cm_due', cm_due)
 redis.register_function('cm_horizon', cm_horizon)
+redis.register_function('cm_continue', cm_continue)
 redis.register_function('cm_drop', cm_drop)
 redis.register_function{function_name = 'cm_read', callback = cm_read, flags = {'no-writes'}}
 redis.register_function{function_name = 'cm_version', callback = cm_version, flags = {'no-writes'}}

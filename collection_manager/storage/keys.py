@@ -25,6 +25,7 @@ FUNCTION_KEYS = (
     "schedule",
     "expiration",
     "refused",
+    "pending",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
 LOG_ROWS_FIELD = "r"
@@ -104,6 +105,17 @@ class CollectionKeys:
         then deletes the field.
         """
         return f"{self._base}:refused"
+
+    @property
+    def pending(self) -> str:
+        """Hash: the delete in progress, one too large for one function call (§5).
+
+        Fields: ``query`` (the delete's JSON: index keys ``x``, residual ``f``, whole filter
+        ``w``), ``time`` (the time it retracts at, not yet readable), ``key`` and ``cursor``
+        (where its scan stands), ``seq`` (its next change-log sequence). While it exists,
+        writes finish it first and reads leave out the rows it matches.
+        """
+        return f"{self._base}:pending"
 
     @property
     def index_prefix(self) -> str:

@@ -30,12 +30,13 @@ PARTS = ("filter.lua", "collection.lua", "functions.lua")
 
 # The functions Python calls (registered at the end of functions.lua).
 APPLY = "cm_apply"
+CONTINUE = "cm_continue"
 DUE = "cm_due"
 HORIZON = "cm_horizon"
 READ = "cm_read"
 DROP = "cm_drop"
 VERSION_FUNCTION = "cm_version"
-FUNCTIONS = (APPLY, DUE, HORIZON, READ, DROP, VERSION_FUNCTION)
+FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, DROP, VERSION_FUNCTION)
 
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 

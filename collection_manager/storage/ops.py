@@ -68,9 +68,9 @@ class RefusedOp:
 Op = AppendOp | DeleteOp | FenceOp | RefusedOp
 
 
-# A collection function's arguments: index prefix, log length, payload, its own; then rows
-# (Lua counts from 1).
-FIRST_ROWS_ARGUMENT = 5
+# A collection function's arguments: index prefix, log length, payload, its own; then the
+# texts (Lua counts from 1).
+FIRST_TEXT_ARGUMENT = 5
 
 
 def indexed_positions(spec: CollectionSpec) -> list[tuple[str, int]]:
@@ -88,56 +88,73 @@ def double_positions(spec: CollectionSpec) -> frozenset[int]:
 class FunctionCall:
     """The arguments of one collection function call (``cm_apply``, ``cm_due``, ...).
 
-    ``payload`` is JSON of the operations. The rows of each append part follow it as one
-    plain function argument, joined by newlines (canonical JSON never holds a raw newline),
-    which the part addresses by position; its diffs are in the payload. Rows nested in the
-    JSON would be escaped by Python and unescaped by Lua, and one argument per row
-    costs Python more than the rest of an update's preparation.
+    ``payload`` is JSON of the operations. ``texts`` follow it as plain function arguments,
+    which operations address by position: the rows of each append part, joined by newlines
+    (canonical JSON never holds a raw newline; its diffs are in the payload), and the query
+    of each delete. Rows nested in the payload would be escaped by Python and unescaped by
+    Lua, and one argument per row costs Python more than the rest of an update's
+    preparation. A delete's query is kept apart so that Lua can store it verbatim when the
+    delete takes several calls (cjson would write its numbers with 14 significant digits).
     """
 
     payload: str
-    rows: list[str]
+    texts: list[str]
 
 
-def _part_json(part: SourceUpdates, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]:
+def _part_json(part: SourceUpdates, doubles: frozenset[int], texts: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "r": part.replica_id,
         "e": part.epoch,
         "n": part.requests,
-        "a": FIRST_ROWS_ARGUMENT + len(rows),
+        "a": FIRST_TEXT_ARGUMENT + len(texts),
         "d": [diff for _, diff in part.updates],
     }
-    rows.append("\n".join(encode_row(row, doubles) for row, _ in part.updates))
+    texts.append("\n".join(encode_row(row, doubles) for row, _ in part.updates))
     if part.valid_until is not None:  # a JSON null would be truthy in Lua
         out["v"] = part.valid_until
     return out
 
 
-def _op_json(op: Op, doubles: frozenset[int], rows: list[str]) -> dict[str, Any]:
+def _op_json(op: Op, doubles: frozenset[int], texts: list[str]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
-        parts = [_part_json(p, doubles, rows) for p in op.parts]
+        parts = [_part_json(p, doubles, texts) for p in op.parts]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
     if isinstance(op, FenceOp):
         return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
     if isinstance(op, RefusedOp):
         return {"k": "x", "s": op.offset, "o": op.offset, "why": op.why}
     out: dict[str, Any] = {"k": "d", "s": op.offset, "o": op.offset}
-    if op.index_keys is not None:
-        out["x"] = list(op.index_keys)
-    if op.residual is not None:
-        out["f"] = op.residual
+    out["q"] = FIRST_TEXT_ARGUMENT + len(texts)
+    texts.append(query_json(op.index_keys, op.residual))
     if op.fence is not None:
         out["fr"], out["fe"] = op.fence
     return out
 
 
-def function_call(ops: Sequence[Op], spec: CollectionSpec) -> FunctionCall:
-    """The arguments of one ``cm_apply`` call: the operations and their rows."""
+def query_json(index_keys: Sequence[str] | None, residual: LuaFilter | None) -> str:
+    """JSON of the rows a delete or a read matches: index keys ``x``, residual ``f``."""
+    query: dict[str, Any] = {}
+    if index_keys is not None:
+        query["x"] = list(index_keys)
+    if residual is not None:
+        query["f"] = residual
+    return json.dumps(query, separators=(",", ":"))
+
+
+def function_call(
+    ops: Sequence[Op], spec: CollectionSpec, delete_step_rows: int = 0
+) -> FunctionCall:
+    """The arguments of one ``cm_apply`` call: the operations and their texts.
+
+    ``delete_step_rows``: a delete that may touch more rows than this is done in steps
+    (``cm_continue``); 0 where the call applies no delete.
+    """
     doubles = double_positions(spec)
-    rows: list[str] = []
-    encoded = [_op_json(op, doubles, rows) for op in ops]
+    texts: list[str] = []
+    encoded = [_op_json(op, doubles, texts) for op in ops]
     indexed = [list(column) for column in indexed_positions(spec)]
-    return FunctionCall(json.dumps({"ic": indexed, "ops": encoded}, separators=(",", ":")), rows)
+    payload = {"ic": indexed, "ops": encoded, "ds": delete_step_rows}
+    return FunctionCall(json.dumps(payload, separators=(",", ":")), texts)
 
 
 def _weight(op: Op) -> int:

@@ -29,8 +29,24 @@ from collection_manager.storage.keys import (
     CollectionKeys,
     watermark_field,
 )
-from collection_manager.storage.library import APPLY, DUE, HORIZON, READ, call, ensure_loaded
-from collection_manager.storage.ops import AppendOp, FunctionCall, Op, chunk_ops, function_call
+from collection_manager.storage.library import (
+    APPLY,
+    CONTINUE,
+    DUE,
+    HORIZON,
+    READ,
+    call,
+    ensure_loaded,
+)
+from collection_manager.storage.ops import (
+    AppendOp,
+    DeleteOp,
+    FunctionCall,
+    Op,
+    chunk_ops,
+    function_call,
+    query_json,
+)
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops, split_refused
 from collection_manager.storage.rows import Row, decode_row
 
@@ -46,6 +62,15 @@ def _text(value: bytes | str) -> str:
 
 # The first element of cm_apply's reply when it refused a chunk (see functions.lua).
 REFUSED = "refused"
+# The reply of a writing function that wrote nothing because a delete is in progress.
+HELD = "held"
+# cm_continue's first element: "done" when the delete in progress ended (or there was none).
+DONE = "done"
+
+# How many candidate rows a delete may look at in one function call; a larger delete is
+# done in steps of this many (docs/design.md §5). bench/reader_latency.py measures what a
+# step costs a separate reader.
+DELETE_STEP_ROWS = 1_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +99,15 @@ class LogEntry:
     diff: int
 
 
+def _counters(reply: Sequence[Any]) -> dict[str, int]:
+    """The counters of a function's reply: name, value, name, value, ..."""
+    return {_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
+
+
+def _add(totals: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    return {name: totals.get(name, 0) + more.get(name, 0) for name in totals.keys() | more.keys()}
+
+
 def _spec_of(name: str, raw: bytes | str) -> CollectionSpec:
     record = json.loads(raw)
     return CollectionSpec(name, record["row_schema"], tuple(record["indexed_columns"]))
@@ -92,6 +126,8 @@ class RedisStore:
         chunk_updates: about how many updates one function call applies, so that no single
             call blocks Redis for long; chunks split between request groups, never inside
             one (a group holds at most ``MAX_GROUP_UPDATES``).
+        delete_step_rows: how many candidate rows one call of a delete looks at; a delete
+            with more is done in several calls, while readers see it whole.
 
     Raises:
         StorageError: when Redis cannot load the store's library (it needs Redis 7).
@@ -102,10 +138,12 @@ class RedisStore:
         client: redis.Redis,
         log_max_length: int = 1_000_000,
         chunk_updates: int = MAX_GROUP_UPDATES,
+        delete_step_rows: int = DELETE_STEP_ROWS,
     ) -> None:
         self._client = client
         self._log_max_length = log_max_length
         self._chunk_updates = chunk_updates
+        self._delete_step_rows = delete_step_rows
         ensure_loaded(client)
         self._drop = CollectionDrop(client)
         self._specs: dict[str, CollectionSpec] = {}
@@ -214,7 +252,7 @@ class RedisStore:
         chunks = collections.deque(chunk_ops(ops, self._chunk_updates))
         while chunks:
             chunk = chunks.popleft()
-            arguments = function_call(chunk, spec)
+            arguments = function_call(chunk, spec, self._delete_step_rows)
             reply = self._run(APPLY, spec, arguments, watermark_field(topic, partition))
             if isinstance(reply, Refusal):
                 # Nothing of the chunk was written: replace the op at fault and run it again.
@@ -225,24 +263,52 @@ class RedisStore:
                 )
                 chunks.appendleft(chunk)
                 continue
-            for name, value in reply.items():
-                totals[name] = totals.get(name, 0) + value
+            if isinstance(chunk[-1], DeleteOp):  # it may have left a delete in progress
+                reply = _add(reply, self._finish_delete(spec))
+            totals = _add(totals, reply)
         return totals
 
+    def finish_deletes(self) -> None:
+        """Finishes every collection's delete in progress (one a stopped consumer left).
+
+        Writes finish one before they write; this makes the delete's time readable without
+        waiting for the collection's next write.
+        """
+        for spec in self.specs().values():
+            self._finish_delete(spec)
+
+    def _finish_delete(self, spec: CollectionSpec) -> dict[str, int]:
+        """Runs ``cm_continue`` until the collection has no delete in progress; its counters."""
+        totals: dict[str, int] = {}
+        while True:
+            state, *counters = self._call(
+                CONTINUE, spec, _layout_call(spec), self._delete_step_rows
+            )
+            totals = _add(totals, _counters(counters))
+            if _text(state) == DONE:
+                return totals
+
     def _run(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
+        """Calls a writing function; while a delete is in progress, finishes it first."""
+        reply = self._call(function, spec, given, own)
+        while isinstance(reply, list) and reply and _text(reply[0]) == HELD:
+            self._finish_delete(spec)
+            reply = self._call(function, spec, given, own)
+        if isinstance(reply, list) and reply and _text(reply[0]) == REFUSED:
+            return Refusal(int(reply[1]) - 1, _text(reply[2]), int(reply[3]))
+        if isinstance(reply, list):
+            return _counters(reply)
+        return reply
+
+    def _call(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
         keys = CollectionKeys(spec.name)
-        args = [keys.index_prefix, self._log_max_length, given.payload, own, *given.rows]
+        args = [keys.index_prefix, self._log_max_length, given.payload, own, *given.texts]
         try:
-            reply = call(self._client, function, keys.function_keys(), args)
+            return call(self._client, function, keys.function_keys(), args)
         except redis.ResponseError as exc:
             raise StorageError(
                 f"writing to {spec.name} failed: {exc}", collection=spec.name
             ) from exc
-        if isinstance(reply, list) and reply and _text(reply[0]) == REFUSED:
-            return Refusal(int(reply[1]) - 1, _text(reply[2]), int(reply[3]))
-        if isinstance(reply, list):
-            return {_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
-        return reply
 
     def retract_due(self, collection: str, now_ms: int) -> dict[str, int]:
         """Retracts, at one new time, the rows whose ``valid_until`` is ``<= now_ms``.
@@ -328,35 +394,44 @@ class RedisStore:
         """
         keys = CollectionKeys(collection)
         spec = self.spec(collection)
+        index_keys: list[str] | None = None
+        residual = None
         if where is None:
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.get(keys.time)
                 pipe.hgetall(keys.contents)
-                time, contents = pipe.execute()
-            rows = {decode_row(row): int(m) for row, m in contents.items()}
-            return Snapshot(rows, int(time or 0))
-        validate(where, spec)
-        index_keys, residual = filter_query(where, spec)
-        query: dict[str, Any] = {}
-        if index_keys is not None:
-            query["x"] = index_keys
-        if residual is not None:
-            query["f"] = residual
+                pipe.exists(keys.pending)
+                time, contents, pending = pipe.execute()
+            if not pending:
+                rows = {decode_row(row): int(m) for row, m in contents.items()}
+                return Snapshot(rows, int(time or 0))
+            # A delete is in progress: cm_read leaves out the rows it will retract.
+        else:
+            validate(where, spec)
+            index_keys, residual = filter_query(where, spec)
         reply = call(
             self._client,
             READ,
-            [keys.contents, keys.time],
-            [keys.index_prefix, json.dumps(query)],
+            [keys.contents, keys.time, keys.pending],
+            [keys.index_prefix, query_json(index_keys, residual)],
             read_only=True,
         )
         rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
         return Snapshot(rows, int(reply[0]))
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
-        """Changes at times ``>= since`` still in the log, oldest first."""
+        """Changes at times ``>= since`` still in the log, oldest first.
+
+        Only readable times: a delete in progress writes its changes at a time that becomes
+        readable when its last step is done.
+        """
         self.spec(collection)
-        log = CollectionKeys(collection).log
-        entries = cast(_StreamEntries, self._client.xrange(log, min=f"{since}-0", count=limit))
+        keys = CollectionKeys(collection)
+        readable = int(self._client.get(keys.time) or 0)
+        entries = cast(
+            _StreamEntries,
+            self._client.xrange(keys.log, min=f"{since}-0", max=str(readable), count=limit),
+        )
         rows, diffs = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
         changes = [
             LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
@@ -366,7 +441,10 @@ class RedisStore:
         return changes if limit is None else changes[:limit]
 
     def size(self, collection: str) -> tuple[int, int]:
-        """``(distinct rows, latest readable time)`` of ``collection``, read atomically."""
+        """``(distinct rows, latest readable time)`` of ``collection``, read atomically.
+
+        While a delete runs in steps, the rows it has not reached yet are still counted.
+        """
         keys = CollectionKeys(collection)
         with self._client.pipeline(transaction=True) as pipe:
             pipe.hlen(keys.contents)

@@ -103,7 +103,9 @@ def test_requests_across_the_domain_and_past_it_match_the_model(
         while start < len(valid):
             group = valid[start : start + next(sizes)]
             for _ in range(2):  # the second run is a replay, by a restarted consumer
-                RedisStore(redis, chunk_updates=3).apply_requests("t", 0, group, validated=True)
+                RedisStore(redis, chunk_updates=3, delete_step_rows=2).apply_requests(
+                    "t", 0, group, validated=True
+                )
             model.apply_all([request for _, request in group], grouped=True)
             _assert_agrees(RedisStore(redis), spec.name, model.collection(spec.name))
             start += len(group)

@@ -51,7 +51,8 @@ def _assert_agrees(store: RedisStore, name: str, model: CollectionModel) -> None
 def test_random_streams_match_the_model_after_every_group(
     redis: redis_lib.Redis, stream: list[Request], cuts: list[int]
 ) -> None:
-    store = RedisStore(redis, chunk_updates=7)  # small chunks: groups span several calls
+    # Small chunks and delete steps: groups and deletes span several calls.
+    store = RedisStore(redis, chunk_updates=7, delete_step_rows=2)
     suffix = uuid.uuid4().hex[:8]
     names = {spec.name: f"{spec.name}-{suffix}" for spec in MODEL_SPECS}
     specs = [dataclasses.replace(spec, name=names[spec.name]) for spec in MODEL_SPECS]
