@@ -68,9 +68,10 @@ HELD = "held"
 DONE = "done"
 
 # How many candidate rows a delete may look at in one function call; a larger delete is
-# done in steps of this many (docs/design.md §5). bench/reader_latency.py measures what a
-# step costs a separate reader.
-DELETE_STEP_ROWS = 1_000
+# done in steps of this many (docs/design.md §5). A step of 200 takes about 3 ms of Redis
+# on 2 shared cores: below the 5 ms pace of bench/reader_latency.py's probers, which fell
+# further behind with every step of 1,000 (about 20 ms each).
+DELETE_STEP_ROWS = 200
 
 
 @dataclasses.dataclass(frozen=True)
