@@ -19,6 +19,7 @@ from collection_manager.cli.output import (
     add_format_option,
     collection_spec,
     header,
+    moment,
     plural,
     show,
 )
@@ -34,7 +35,7 @@ from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.specs import CollectionSpec, Row, Value
 from collection_manager.storage.counters import SHOWN_COUNTERS
-from collection_manager.storage.store import LogEntry, RedisStore, Snapshot
+from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
 COLLECTION_HELP = "its name (`collection-manager collections list` shows them)"
@@ -71,6 +72,9 @@ def register(commands: Any) -> None:
     query.add_argument(
         "--where", action="append", default=[], metavar="COLUMN<op>VALUE", help=WHERE_HELP
     )
+    query.add_argument(
+        "--expiry", action="store_true", help="show when each row with a TTL expires"
+    )
     add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)
 
@@ -106,31 +110,47 @@ def sorted_rows(snapshot: Snapshot) -> list[tuple[Row, int]]:
     return sorted(snapshot.rows.items(), key=lambda item: _sort_key(item[0]))
 
 
-def query_json(spec: CollectionSpec, snapshot: Snapshot) -> dict[str, Any]:
+def query_json(
+    spec: CollectionSpec, snapshot: Snapshot, expiries: dict[Row, int] | None = None
+) -> dict[str, Any]:
     """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``.
 
     The row sits in its own object so that no column (``error_counts`` has ``count``)
-    clashes with the multiplicity.
+    clashes with the multiplicity. With ``expiries`` (``--expiry``), each row also has
+    ``expires_at`` (ms since the Unix epoch, or null: no TTL).
     """
-    return {
-        "collection": spec.name,
-        "as_of": snapshot.as_of,
-        "rows": [{"row": as_object(spec, row), "count": m} for row, m in sorted_rows(snapshot)],
-    }
+    rows = []
+    for row, m in sorted_rows(snapshot):
+        entry: dict[str, Any] = {"row": as_object(spec, row), "count": m}
+        if expiries is not None:
+            entry["expires_at"] = expiries.get(row)
+        rows.append(entry)
+    return {"collection": spec.name, "as_of": snapshot.as_of, "rows": rows}
 
 
-def query_table(spec: CollectionSpec, snapshot: Snapshot, where: Filter | None) -> TableView:
-    """The rows and their multiplicity, or a line saying there are none."""
+def query_table(
+    spec: CollectionSpec,
+    snapshot: Snapshot,
+    where: Filter | None,
+    expiries: dict[Row, int] | None = None,
+) -> TableView:
+    """The rows and their multiplicity (and expiry), or a line saying there are none."""
     rows = sorted_rows(snapshot)
     matching = "" if where is None else f" matching {describe(where)}"
     at = f"{spec.name} at time {snapshot.as_of}"
     empty = f"{at}: no rows{matching}"
     if snapshot.as_of == 0:
         empty += " (nothing applied to it yet)"
+    columns = [*spec.column_names, header("count", spec.column_names)]
+    shown: list[tuple[Any, ...]] = [(*row, m) for row, m in rows]
+    if expiries is not None:
+        now = wall_clock_ms()
+        columns.append(header("expires", spec.column_names))
+        shown = [(*row, m, moment(expiries.get(row), now) or "-") for row, m in rows]
     return TableView(
         title=f"{at}: {plural(len(rows), 'row')}{matching}",
-        columns=[*spec.column_names, header("count", spec.column_names)],
-        rows=[(*row, m) for row, m in rows],
+        columns=columns,
+        rows=shown,
         empty=empty,
         null="null",
     )
@@ -164,7 +184,9 @@ def run_query(args: argparse.Namespace) -> int:
     spec = collection_spec(store, args.collection)
     where = parse_where(args.where, spec)
     snapshot = store.snapshot(spec.name, where)
-    show(args.format, query_json(spec, snapshot), query_table(spec, snapshot, where))
+    expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
+    table = query_table(spec, snapshot, where, expiries)
+    show(args.format, query_json(spec, snapshot, expiries), table)
     return 0
 
 
@@ -229,6 +251,7 @@ def describe_json(info: CollectionInfo) -> dict[str, Any]:
             for c in spec.columns
         ],
         "counters": info.counters,
+        "ttl": {"rows": info.ttl_rows, "next_expiry": info.next_expiry},
         "row_schema": spec.row_schema,
     }
 
@@ -236,8 +259,12 @@ def describe_json(info: CollectionInfo) -> dict[str, Any]:
 def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
     """The columns, and the counters of what was applied."""
     spec = info.spec
+    ttl = ""
+    if info.next_expiry is not None:
+        ttl = f"; {plural(info.ttl_rows, 'row')} with a TTL, the next expiring "
+        ttl += str(moment(info.next_expiry, wall_clock_ms()))
     columns = TableView(
-        title=f"{spec.name}: {plural(info.rows, 'row')} at time {info.time}",
+        title=f"{spec.name}: {plural(info.rows, 'row')} at time {info.time}{ttl}",
         columns=["column", "type", "nullable", "indexed"],
         rows=[(c.name, c.type, c.nullable, c.name in spec.indexed_columns) for c in spec.columns],
         empty=f"{spec.name} has no columns",

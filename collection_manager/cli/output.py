@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import difflib
 import json
 from collections.abc import Mapping, Sequence
@@ -168,3 +169,25 @@ def collection_spec(store: RedisStore, name: str) -> CollectionSpec:
 def header(name: str, columns: Sequence[str]) -> str:
     """A header for a column the CLI adds (count, time, diff) that no row column shadows."""
     return f"({name})" if name in columns else name
+
+
+def _span(seconds: int) -> str:
+    for unit, size, up_to in (("s", 1, 120), ("min", 60, 120), ("h", 3600, 48)):
+        if seconds < size * up_to:
+            return f"{seconds // size}{unit}"
+    return f"{seconds // 86400}d"
+
+
+def moment(ms: int | None, now_ms: int) -> str | None:
+    """``2025-01-01 12:00:03Z (in 3s)``: UTC to the second, and how far from now."""
+    if ms is None:
+        return None
+    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    seconds = round((ms - now_ms) / 1000)
+    if seconds == 0:
+        relative = "now"
+    elif seconds > 0:
+        relative = f"in {_span(seconds)}"
+    else:
+        relative = f"{_span(-seconds)} ago"
+    return f"{at:%Y-%m-%d %H:%M:%S}Z ({relative})"

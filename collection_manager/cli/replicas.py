@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import signal
 import threading
 import time
@@ -13,7 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from collection_manager import devservices
-from collection_manager.cli.output import TableView, add_format_option, plural, show
+from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.core.errors import CollectionManagerError
@@ -151,28 +150,6 @@ def run_remove(args: argparse.Namespace) -> int:
         return 1
     print(f"removed replica {args.replica_id}: epoch {epoch} fenced, its rows retracted")
     return 0
-
-
-def _span(seconds: int) -> str:
-    for unit, size, up_to in (("s", 1, 120), ("min", 60, 120), ("h", 3600, 48)):
-        if seconds < size * up_to:
-            return f"{seconds // size}{unit}"
-    return f"{seconds // 86400}d"
-
-
-def moment(ms: int | None, now_ms: int) -> str | None:
-    """``2025-01-01 12:00:03Z (in 3s)``: UTC to the second, and how far from now."""
-    if ms is None:
-        return None
-    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
-    seconds = round((ms - now_ms) / 1000)
-    if seconds == 0:
-        relative = "now"
-    elif seconds > 0:
-        relative = f"in {_span(seconds)}"
-    else:
-        relative = f"{_span(-seconds)} ago"
-    return f"{at:%Y-%m-%d %H:%M:%S}Z ({relative})"
 
 
 def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:

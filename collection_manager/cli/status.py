@@ -35,21 +35,24 @@ _UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error"
 
 @dataclasses.dataclass(frozen=True)
 class CollectionInfo:
-    """Where a collection stands: distinct rows, latest readable time, apply counters."""
+    """Where a collection stands: distinct rows, latest readable time, apply counters, and
+    how many rows have a TTL and when the next of them expires (ms; None: no such row)."""
 
     spec: CollectionSpec
     rows: int
     time: int
     counters: dict[str, int]
+    ttl_rows: int = 0
+    next_expiry: int | None = None
 
 
 def collection_info(store: RedisStore, name: str) -> CollectionInfo:
     """Reads ``name``'s size, time and counters (every counter present, 0 when never set)."""
     rows, time = store.size(name)
     stats = store.stats(name)
-    return CollectionInfo(
-        store.spec(name), rows, time, {c: stats.get(c, 0) for c in SHOWN_COUNTERS}
-    )
+    ttl_rows, next_expiry = store.ttl_summary(name)
+    counters = {c: stats.get(c, 0) for c in SHOWN_COUNTERS}
+    return CollectionInfo(store.spec(name), rows, time, counters, ttl_rows, next_expiry)
 
 
 def counter_headers() -> list[str]:

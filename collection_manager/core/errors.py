@@ -88,7 +88,3 @@ class InvalidNameError(CollectionManagerError):
 
 class EpochError(CollectionManagerError):
     """An epoch no controller issued: zero, negative, or above the replica's highest."""
-
-
-class UnsupportedError(CollectionManagerError):
-    """A request uses a field whose effect is not implemented yet; applying it would lie."""

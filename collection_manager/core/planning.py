@@ -29,8 +29,8 @@ from collection_manager.core.specs import Row
 Source = tuple[str, int, int | None, int | None]
 
 
-def consolidate(updates: Iterable[Update]) -> list[Update]:
-    """Sums the diffs per row and drops zero sums.
+def consolidate(updates: Iterable[Update], keep_zero: bool = False) -> list[Update]:
+    """Sums the diffs per row and drops zero sums (keeps them with ``keep_zero``).
 
     Returns:
         ``(row, total)`` pairs, each row once, in order of first appearance (so the result
@@ -39,7 +39,7 @@ def consolidate(updates: Iterable[Update]) -> list[Update]:
     totals: dict[Row, int] = {}
     for row, diff in updates:
         totals[row] = totals.get(row, 0) + diff
-    return [(row, total) for row, total in totals.items() if total != 0]
+    return [(row, total) for row, total in totals.items() if total != 0 or keep_zero]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,8 @@ class SourceUpdates:
         epoch: its incarnation; the fuse drops the whole part when it is fenced.
         valid_until: the appends' ``valid_until`` (all equal within a part).
         ttl_ms: the appends' ``ttl_ms`` (all equal within a part).
-        updates: consolidated: each row once, no zero diff.
+        updates: consolidated: each row once, no zero diff unless the part has a TTL (an
+            append with a TTL refreshes the expiry of every row it names, docs/design.md §8).
         requests: how many appends the part merges.
     """
 
@@ -133,6 +134,15 @@ class _OpenGroup:
     updates: int = 0
     size: int = 0
 
+    def takes(self, source: Source) -> bool:
+        """Whether an append of ``source`` may join: one with a TTL joins only appends of
+        its own source. Then every append of the group sets the same expiry (now + its
+        ttl_ms), and a row's is set exactly when it is in the collection after the group,
+        merged or not; with another source's updates in between, it could differ."""
+        if source in self.raw or not self.raw:
+            return True
+        return source[3] is None and all(ttl is None for *_, ttl in self.raw)
+
     def has_room(self, updates: int, size: int) -> bool:
         fits = self.updates + updates <= MAX_GROUP_UPDATES and self.size + size <= MAX_GROUP_BYTES
         return fits or not self.raw
@@ -147,7 +157,11 @@ class _OpenGroup:
 
     def build(self) -> AppendGroup:
         parts = tuple(
-            SourceUpdates(*source, tuple(consolidate(updates)), self.counts[source])
+            SourceUpdates(
+                *source,
+                tuple(consolidate(updates, keep_zero=source[3] is not None)),
+                self.counts[source],
+            )
             for source, updates in self.raw.items()
         )
         return AppendGroup(self.collection, self.first_index, self.last_index, parts)
@@ -174,6 +188,7 @@ class _Planner:
         size = approximate_bytes(append)
         if group is not None and (
             (self.split and _source(append) not in group.raw)
+            or not group.takes(_source(append))
             or not group.has_room(len(append.updates), size)
         ):
             self.close(append.collection)

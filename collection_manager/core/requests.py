@@ -13,12 +13,15 @@ from collection_manager.core.errors import (
     EpochError,
     SchemaError,
     UnknownCollectionError,
-    UnsupportedError,
 )
 from collection_manager.core.filters import Filter, validate
 from collection_manager.core.names import check_collection_name, check_replica_id
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
 from collection_manager.core.specs import CollectionSpec, Row, Value, validate_row
+
+# The longest row TTL: 100 years. The consumer's clock plus it stays far inside the
+# numeric domain (core/numbers.py), where expiry times are stored exactly.
+MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
 
 Update = tuple[Row, int]
 """A differential update: a row and the signed change of its multiplicity."""
@@ -47,7 +50,8 @@ class Append:
         updates: ``(row, diff)`` pairs; rows and the sequence become tuples.
         produced_at: when the agent produced it, ms since the Unix epoch (metadata only).
         valid_until: when set, the rows must be retracted at this time (ms, docs/design.md §7).
-        ttl_ms: when set, the rows expire this long after they are applied (docs/design.md §8).
+        ttl_ms: when set, each row it names expires this long after the consumer applied
+            it, unless appended again with a TTL (docs/design.md §8, row TTL).
     """
 
     collection: str
@@ -150,7 +154,7 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
     Raises:
         InvalidNameError: for a collection name or replica id outside ``core/names.py``.
         EpochError: for an epoch below :data:`MIN_EPOCH`.
-        UnsupportedError: for an append that sets ``ttl_ms`` (row TTL is not implemented).
+        SchemaError: for a ``ttl_ms`` outside ``1..MAX_TTL_MS``.
         UnknownCollectionError: when it names a collection not in ``specs``.
         SchemaError: for a row that does not fit the collection's schema.
         FilterError: for an invalid delete filter.
@@ -166,11 +170,10 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
                 f"the first epoch a controller issues",
                 collection=name,
             )
-    if isinstance(request, Append) and request.ttl_ms is not None:
-        raise UnsupportedError(
-            f"ttl_ms is not supported yet (got {request.ttl_ms}): the rows would never expire; "
-            "leave it unset",
-            collection=name,
+    ttl_ms = request.ttl_ms if isinstance(request, Append) else None
+    if ttl_ms is not None and (isinstance(ttl_ms, bool) or not 1 <= ttl_ms <= MAX_TTL_MS):
+        raise SchemaError(
+            f"ttl_ms {ttl_ms} is outside 1..{MAX_TTL_MS} (1 ms to 100 years)", collection=name
         )
     if name is None:
         return

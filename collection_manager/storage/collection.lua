@@ -7,9 +7,11 @@
 --   -> max dead epoch), applied (hash "topic:partition" -> offset), stats (hash counter ->
 --   total), validity (hash row -> JSON {valid_until: diff}), schedule (zset of
 --   "valid_until|row" by valid_until), expiration (string ms; absent: none), refused (hash
---   "topic:partition:offset" -> why), pending (hash: the delete in progress)
--- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}} and
---   ds, the rows of a delete step), 4 the function's own argument, 5... texts the
+--   "topic:partition:offset" -> why), expiries (zset row -> when its TTL expires, ms),
+--   pending (hash: the delete in progress)
+-- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}}, ds,
+--   the rows of a delete step, and now, the consumer's clock in ms), 4 the function's own
+--   argument, 5... texts the
 --   payload's operations address: rows of appends, queries of deletes (see ops.py)
 -- Rows are canonical JSON arrays; a row's index keys are derived here from its values.
 --
@@ -85,6 +87,7 @@ local function open_validity(k)
   local validity, schedule = k.validity, k.schedule
   local expiration_now = tonumber(redis.call('GET', k.expiration) or '')
   -- Most collections have no temporal validity: then a delete need not look rows up in it.
+  -- An append earlier in the same call may start the ledger (add sets it).
   local any_validity = redis.call('EXISTS', validity) == 1
   local v = {}
 
@@ -108,6 +111,7 @@ local function open_validity(k)
   end
 
   function v.add(valid_until, row, diff)
+    any_validity = true
     local entry, key = v.ledger(row), integer(valid_until)
     local total = (entry[key] or 0) + diff
     local member = key .. '|' .. row
@@ -175,7 +179,9 @@ end
 local function open_collection(keys, args)
   local k = {}
   for i, name in ipairs(COLLECTION_KEYS) do k[name] = keys[i] end
-  local contents, fences, time_key = k.contents, k.fences, k.time
+  local contents, fences, time_key, expiries = k.contents, k.fences, k.time, k.expiries
+  -- Most collections have no row TTL: then a row that leaves need not be looked up there.
+  local any_expiry = redis.call('EXISTS', expiries) == 1
   local index_prefix = args[1]
   local payload = cjson.decode(args[3])
   local indexed = payload.ic
@@ -197,8 +203,8 @@ local function open_collection(keys, args)
     return redis.call('INCR', time_key)
   end
 
-  -- One update of a row's multiplicity: contents, index sets, change log, and the count of
-  -- retractions that leave a row negative.
+  -- One update of a row's multiplicity: contents, index sets, TTL entry, change log, and
+  -- the count of retractions that leave a row negative. Returns the new multiplicity.
   function c.add(time, row, diff)
     local new = redis.call('HINCRBY', contents, row, integer(diff))
     if new == diff then
@@ -210,6 +216,7 @@ local function open_collection(keys, args)
       for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do
         redis.call('SREM', key, row)
       end
+      if any_expiry then redis.call('ZREM', expiries, row) end
     end
     if new < 0 and diff < 0 then
       local replica = cjson.decode(row)[1]
@@ -220,6 +227,15 @@ local function open_collection(keys, args)
       end
     end
     log_update(time, row, diff)
+    return new
+  end
+
+  -- Row TTL: a row in the collection now expires at `at` (ms); its one entry is replaced.
+  function c.expire_at(row, at)
+    if redis.call('HEXISTS', contents, row) == 1 then
+      redis.call('ZADD', expiries, integer(at), row)
+      any_expiry = true
+    end
   end
 
   -- Ends the call: writes what the log buffer holds and the counts; the reply of the call.

@@ -15,6 +15,7 @@ COUNTERS: tuple[str, ...] = (
     "retractions",  # rows retracted by deletes
     "fused_appends",  # appends dropped by the fuse (a fenced epoch)
     "scheduled_retractions",  # rows retracted because their valid_until passed
+    "expirations",  # rows retracted because their TTL passed
     "invalid_retractions",  # updates that left a row negative, replica not fenced
     "fenced_invalid_retractions",  # the same where the row's replica is fenced
     "replays_skipped",  # request groups at or below the watermark (a replayed batch)
@@ -22,7 +23,7 @@ COUNTERS: tuple[str, ...] = (
 )
 
 # Counted by the retraction timer (``RedisStore.retract_due``), never by applying requests.
-_TIMER_ONLY = ("scheduled_retractions",)
+_TIMER_ONLY = ("scheduled_retractions", "expirations")
 # Bookkeeping of the store that tables leave out.
 _BOOKKEEPING = ("steps", "replays_skipped")
 

@@ -102,7 +102,9 @@ local function delete(c, args, op)
 end
 
 -- Appends merged between deletes: one time for all; the fuse decides per part. A part's
--- rows are the argument args[part.a], joined by newlines, in the order of its diffs d.
+-- rows are the argument args[part.a], joined by newlines, in the order of its diffs d. A
+-- part with a TTL (t, ms) names rows with a zero diff too: they are not written, but
+-- every row it names that is in the collection expires at now + t (docs/design.md §8).
 local function append(c, args, time, op)
   local fences, add, add_validity, counts = c.keys.fences, c.add, c.validity.add, c.counts
   for _, part in ipairs(op.p) do
@@ -110,14 +112,18 @@ local function append(c, args, time, op)
       counts.fused_appends = counts.fused_appends + part.n
     else
       local rows, from = args[part.a], 1
+      local expires_at = part.t and c.payload.now + part.t
       for _, diff in ipairs(part.d) do
         local to = string.find(rows, '\n', from, true) or (#rows + 1)
         local row = string.sub(rows, from, to - 1)
         from = to + 1
-        add(time, row, diff)
-        if part.v then add_validity(part.v, row, diff) end
+        if diff ~= 0 then
+          add(time, row, diff)
+          if part.v then add_validity(part.v, row, diff) end
+          counts.updates = counts.updates + 1
+        end
+        if expires_at then c.expire_at(row, expires_at) end
       end
-      counts.updates = counts.updates + #part.d
     end
     counts.requests = counts.requests + part.n
   end
@@ -170,15 +176,27 @@ local function cm_apply(keys, args)
   return c.finish()
 end
 
--- Applies the scheduled retractions due at the own argument (ms), at one new time. Each
--- removes its ledger entry in the same step, so calling it again is a no-op.
+-- Applies, at one new time, what is due at the own argument (ms): first the rows whose
+-- TTL expired, each retracted whole with its pending valid_until retractions, then the
+-- scheduled retractions. Each removes its entry in the same step, so calling it again is
+-- a no-op; the work is in proportion to what is due.
 local function cm_due(keys, args)
   local c = open_collection(keys, args)
   if c.held() then return {'held'} end
-  local due = redis.call('ZRANGEBYSCORE', c.keys.schedule, '-inf', c.argument)
-  if #due == 0 then return c.finish() end
-  local time, validity, counts = c.next_time(), c.validity, c.counts
-  local contents, pending = c.keys.contents, {}
+  local k, validity, counts = c.keys, c.validity, c.counts
+  local expired = redis.call('ZRANGEBYSCORE', k.expiries, '-inf', c.argument)
+  local any_due = #redis.call('ZRANGEBYSCORE', k.schedule, '-inf', c.argument, 'LIMIT', 0, 1)
+  if #expired == 0 and any_due == 0 then return c.finish() end
+  local time = c.next_time()
+  for _, row in ipairs(expired) do
+    local multiplicity = tonumber(redis.call('HGET', k.contents, row))
+    if multiplicity then c.add(time, row, -multiplicity) end  -- leaves expiries at zero
+    redis.call('ZREM', k.expiries, row)
+    validity.drop(row)
+    counts.expirations = counts.expirations + 1
+  end
+  local due = redis.call('ZRANGEBYSCORE', k.schedule, '-inf', c.argument)
+  local contents, pending = k.contents, {}
   for _, member in ipairs(due) do
     local bar = string.find(member, '|', 1, true)
     local key, row = string.sub(member, 1, bar - 1), string.sub(member, bar + 1)

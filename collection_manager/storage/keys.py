@@ -25,6 +25,7 @@ FUNCTION_KEYS = (
     "schedule",
     "expiration",
     "refused",
+    "expiries",
     "pending",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
@@ -105,6 +106,15 @@ class CollectionKeys:
         then deletes the field.
         """
         return f"{self._base}:refused"
+
+    @property
+    def expiries(self) -> str:
+        """Sorted set: row -> when its TTL expires (ms), one entry per row (§8, row TTL).
+
+        An append with a TTL replaces the entry of each row it names; the entry goes when
+        the row leaves the collection (its multiplicity reaches zero).
+        """
+        return f"{self._base}:expiries"
 
     @property
     def pending(self) -> str:

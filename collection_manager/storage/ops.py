@@ -112,6 +112,8 @@ def _part_json(part: SourceUpdates, doubles: frozenset[int], texts: list[str]) -
     texts.append("\n".join(encode_row(row, doubles) for row, _ in part.updates))
     if part.valid_until is not None:  # a JSON null would be truthy in Lua
         out["v"] = part.valid_until
+    if part.ttl_ms is not None:
+        out["t"] = part.ttl_ms
     return out
 
 
@@ -142,18 +144,19 @@ def query_json(index_keys: Sequence[str] | None, residual: LuaFilter | None) -> 
 
 
 def function_call(
-    ops: Sequence[Op], spec: CollectionSpec, delete_step_rows: int = 0
+    ops: Sequence[Op], spec: CollectionSpec, delete_step_rows: int = 0, now_ms: int = 0
 ) -> FunctionCall:
     """The arguments of one ``cm_apply`` call: the operations and their texts.
 
     ``delete_step_rows``: a delete that may touch more rows than this is done in steps
-    (``cm_continue``); 0 where the call applies no delete.
+    (``cm_continue``); 0 where the call applies no delete. ``now_ms``: the consumer's
+    clock, from which the rows of appends with a TTL expire.
     """
     doubles = double_positions(spec)
     texts: list[str] = []
     encoded = [_op_json(op, doubles, texts) for op in ops]
     indexed = [list(column) for column in indexed_positions(spec)]
-    payload = {"ic": indexed, "ops": encoded, "ds": delete_step_rows}
+    payload = {"ic": indexed, "ops": encoded, "ds": delete_step_rows, "now": now_ms}
     return FunctionCall(json.dumps(payload, separators=(",", ":")), texts)
 
 

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -44,11 +45,12 @@ from collection_manager.storage.ops import (
     FunctionCall,
     Op,
     chunk_ops,
+    double_positions,
     function_call,
     query_json,
 )
 from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops, split_refused
-from collection_manager.storage.rows import Row, decode_row
+from collection_manager.storage.rows import Row, decode_row, encode_row
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,11 @@ class LogEntry:
     time: int
     row: Row
     diff: int
+
+
+def wall_clock_ms() -> int:
+    """The consumer's clock: this machine's, in ms since the Unix epoch (§7, §8)."""
+    return time.time_ns() // 1_000_000
 
 
 def _counters(reply: Sequence[Any]) -> dict[str, int]:
@@ -236,6 +243,7 @@ class RedisStore:
         partition: int,
         ops: Sequence[Op],
         requests: Sequence[OffsetRequest] = (),
+        now_ms: int | None = None,
     ) -> dict[str, int]:
         """Applies planned operations atomically per operation, exactly once.
 
@@ -243,17 +251,19 @@ class RedisStore:
         applying the same operations again (a replayed batch) changes nothing. An append
         that would take a multiplicity out of the numeric domain is refused whole (see
         :func:`split_refused`; ``requests`` are those the ops were planned from) and left
-        in the collection's ``refused`` hash for :meth:`take_refused`.
+        in the collection's ``refused`` hash for :meth:`take_refused`. Rows of appends with
+        a TTL expire ``ttl_ms`` after ``now_ms`` (default: this machine's clock).
 
         Returns:
             Counters of what was done (requests, updates, retractions, fused_appends, ...).
         """
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         spec = self.spec(collection)
         totals: dict[str, int] = {}
         chunks = collections.deque(chunk_ops(ops, self._chunk_updates))
         while chunks:
             chunk = chunks.popleft()
-            arguments = function_call(chunk, spec, self._delete_step_rows)
+            arguments = function_call(chunk, spec, self._delete_step_rows, now_ms)
             reply = self._run(APPLY, spec, arguments, watermark_field(topic, partition))
             if isinstance(reply, Refusal):
                 # Nothing of the chunk was written: replace the op at fault and run it again.
@@ -312,7 +322,8 @@ class RedisStore:
             ) from exc
 
     def retract_due(self, collection: str, now_ms: int) -> dict[str, int]:
-        """Retracts, at one new time, the rows whose ``valid_until`` is ``<= now_ms``.
+        """Retracts, at one new time, the rows whose TTL expired at ``now_ms`` and those
+        whose ``valid_until`` is ``<= now_ms``.
 
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
@@ -339,6 +350,7 @@ class RedisStore:
         partition: int,
         requests: Sequence[OffsetRequest],
         validated: bool = False,
+        now_ms: int | None = None,
     ) -> dict[str, dict[str, int]]:
         """Applies one partition's requests (offset order) exactly once; counters per collection.
 
@@ -350,6 +362,8 @@ class RedisStore:
             validated: the caller already checked every request against the catalog (the
                 consumer does, to dead-letter bad ones); otherwise they are checked here,
                 all before anything is written.
+            now_ms: the consumer's clock, from which rows appended with a TTL expire
+                (default: this machine's clock).
 
         Raises:
             UnknownCollectionError: for a request naming a collection nobody created.
@@ -371,7 +385,8 @@ class RedisStore:
         applied = {name: self.applied_offset(name, topic, partition) for name in specs}
         planned = plan_ops(requests, specs, applied)
         return {
-            name: self.apply(name, topic, partition, ops, requests) for name, ops in planned.items()
+            name: self.apply(name, topic, partition, ops, requests, now_ms)
+            for name, ops in planned.items()
         }
 
     def take_refused(self, collection: str) -> dict[str, str]:
@@ -402,10 +417,10 @@ class RedisStore:
                 pipe.get(keys.time)
                 pipe.hgetall(keys.contents)
                 pipe.exists(keys.pending)
-                time, contents, pending = pipe.execute()
+                as_of, contents, pending = pipe.execute()
             if not pending:
                 rows = {decode_row(row): int(m) for row, m in contents.items()}
-                return Snapshot(rows, int(time or 0))
+                return Snapshot(rows, int(as_of or 0))
             # A delete is in progress: cm_read leaves out the rows it will retract.
         else:
             validate(where, spec)
@@ -450,8 +465,32 @@ class RedisStore:
         with self._client.pipeline(transaction=True) as pipe:
             pipe.hlen(keys.contents)
             pipe.get(keys.time)
-            rows, time = pipe.execute()
-        return int(rows), int(time or 0)
+            rows, as_of = pipe.execute()
+        return int(rows), int(as_of or 0)
+
+    def expiries(self, collection: str, rows: Sequence[Row] | None = None) -> dict[Row, int]:
+        """When each row with a TTL expires (ms): of ``rows``, or of every row."""
+        spec = self.spec(collection)
+        key = CollectionKeys(collection).expiries
+        if rows is None:
+            entries = cast(
+                list[tuple[bytes, float]], self._client.zrange(key, 0, -1, withscores=True)
+            )
+            return {decode_row(row): int(at) for row, at in entries}
+        if not rows:
+            return {}
+        doubles = double_positions(spec)
+        scores = self._client.zmscore(key, [encode_row(row, doubles) for row in rows])
+        return {row: int(at) for row, at in zip(rows, scores, strict=True) if at is not None}
+
+    def ttl_summary(self, collection: str) -> tuple[int, int | None]:
+        """``(rows with a TTL, when the next of them expires)`` of ``collection``."""
+        key = CollectionKeys(collection).expiries
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.zcard(key)
+            pipe.zrange(key, 0, 0, withscores=True)
+            count, first = pipe.execute()
+        return int(count), (int(first[0][1]) if first else None)
 
     def fences(self, collection: str) -> dict[str, int]:
         """Replica id -> highest dead epoch, as recorded by deletes with a fence."""

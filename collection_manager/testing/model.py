@@ -63,6 +63,7 @@ class ModelCounters:
         retractions: rows retracted by deletes.
         fused_appends: appends dropped by the fuse.
         scheduled_retractions: rows retracted because their ``valid_until`` passed.
+        expirations: rows retracted because their TTL passed.
         invalid_retractions: updates that left a row negative, replica not fenced.
         fenced_invalid_retractions: the same where the row's replica is fenced.
         refused: appends refused whole, and due retractions dropped, because they would
@@ -75,6 +76,7 @@ class ModelCounters:
     retractions: int = 0
     fused_appends: int = 0
     scheduled_retractions: int = 0
+    expirations: int = 0
     invalid_retractions: int = 0
     fenced_invalid_retractions: int = 0
     refused: int = 0
@@ -109,6 +111,7 @@ class CollectionModel:
         self.log: list[ModelLogEntry] = []
         self.counters = ModelCounters()
         self.validity = ValidityLedger()
+        self.expiries: dict[Row, int] = {}  # row TTL: row -> when it expires (ms)
         self.refused: list[Append] = []
 
     @property
@@ -135,6 +138,9 @@ class CollectionModel:
         outcome = self.state.apply(updates, self.fences)
         self.counters.add_outcome(outcome)
         self.log.extend(ModelLogEntry(time, row, diff) for row, diff in updates if diff != 0)
+        for row, _ in updates:  # a row that left the collection has no TTL any more
+            if self.state.multiplicity(row) == 0:
+                self.expiries.pop(row, None)
         return outcome
 
     def _append_updates(
@@ -144,12 +150,20 @@ class CollectionModel:
         epoch: int,
         updates: Sequence[Update],
         valid_until: int | None,
+        ttl_ms: int | None,
+        now_ms: int,
     ) -> bool:
         if self.fences.is_fenced(replica, epoch):
             return False
-        self.counters.updates += self._write(time, updates).written
+        written = [(row, diff) for row, diff in updates if diff != 0]
+        self.counters.updates += self._write(time, written).written
         if valid_until is not None:
-            self.validity.add(valid_until, updates)
+            self.validity.add(valid_until, written)
+        if ttl_ms is not None:
+            # Every row it names that is in the collection now expires ttl_ms from now.
+            for row, _ in updates:
+                if self.state.multiplicity(row) != 0:
+                    self.expiries[row] = now_ms + ttl_ms
         return True
 
     def overflows(self, parts: Iterable[tuple[str, int, Sequence[Update]]]) -> bool:
@@ -165,34 +179,42 @@ class CollectionModel:
                     return True
         return False
 
-    def append(self, request: Append) -> None:
-        """Applies an append: dropped whole when its epoch is fenced, refused whole (no time
-        passes) when it would take a multiplicity out of the numeric domain."""
+    def append(self, request: Append, now_ms: int = 0) -> None:
+        """Applies an append at the consumer's clock ``now_ms``: dropped whole when its
+        epoch is fenced, refused whole (no time passes) when it would take a multiplicity
+        out of the numeric domain."""
         if self.overflows([(request.replica_id, request.epoch, request.updates)]):
             self.counters.refused += 1
             self.refused.append(request)
             return
         time = self._tick(1)
+        r = request
         if not self._append_updates(
-            time, request.replica_id, request.epoch, request.updates, request.valid_until
+            time, r.replica_id, r.epoch, r.updates, r.valid_until, r.ttl_ms, now_ms
         ):
             self.counters.fused_appends += 1
 
-    def append_group(self, group: AppendGroup) -> None:
+    def append_group(self, group: AppendGroup, now_ms: int = 0) -> None:
         """Applies merged appends at one time; the fuse decides per part."""
         time = self._tick(group.requests)
-        for part in group.parts:
+        for p in group.parts:
             if not self._append_updates(
-                time, part.replica_id, part.epoch, part.updates, part.valid_until
+                time, p.replica_id, p.epoch, p.updates, p.valid_until, p.ttl_ms, now_ms
             ):
-                self.counters.fused_appends += part.requests
+                self.counters.fused_appends += p.requests
 
     def retract_due(self, now_ms: int) -> None:
-        """Retracts, at one new time, every row whose ``valid_until`` is ``<= now_ms``."""
+        """Retracts, at one new time, every row whose TTL expired at ``now_ms`` (whole, and
+        its pending ``valid_until`` retractions with it), then every retraction whose
+        ``valid_until`` is ``<= now_ms``."""
+        expired = [row for row, at in self.expiries.items() if at <= now_ms]
+        self.validity.drop(expired)
         due = self.validity.due(now_ms)
-        if not due:
+        if not due and not expired:
             return
         time, kept, pending = self._tick(0), [], dict[Row, int]()
+        self._write(time, [(row, -self.state.multiplicity(row)) for row in expired])
+        self.counters.expirations += len(expired)
         for row, diff in due:
             after = pending.get(row, self.state.multiplicity(row)) + diff
             if in_domain(after):  # else dropped, as the store does
@@ -238,38 +260,41 @@ class ModelStore:
             )
         return self.collections[name]
 
-    def apply(self, request: Request) -> None:
-        """Applies one request."""
+    def apply(self, request: Request, now_ms: int = 0) -> None:
+        """Applies one request at the consumer's clock ``now_ms``."""
         if isinstance(request, Append):
-            self.collection(request.collection).append(request)
+            self.collection(request.collection).append(request, now_ms)
         elif isinstance(request, Delete):
             self.collection(request.collection).delete(request)
         else:
             self._control(request)
 
-    def apply_step(self, step: Step) -> None:
+    def apply_step(self, step: Step, now_ms: int = 0) -> None:
         """Applies one planned step (see :func:`plan_groups`)."""
         if isinstance(step, AppendGroup):
-            self.collection(step.collection).append_group(step)
+            self.collection(step.collection).append_group(step, now_ms)
         elif isinstance(step, DeleteStep):
             self.collection(step.request.collection).delete(step.request)
         else:
             self._control(step.request)
 
-    def apply_all(self, requests: Sequence[Request], *, grouped: bool = False) -> None:
-        """Applies ``requests`` one by one, or planned into consolidated groups."""
+    def apply_all(
+        self, requests: Sequence[Request], *, grouped: bool = False, now_ms: int = 0
+    ) -> None:
+        """Applies ``requests`` one by one, or planned into consolidated groups, at the
+        consumer's clock ``now_ms``."""
         if grouped:
             for step in plan_groups(requests):
                 if isinstance(step, AppendGroup) and self._group_overflows(step):
                     # As the store does: the group's appends one by one, at times of their own.
                     for request in requests[step.first_index : step.last_index + 1]:
                         if isinstance(request, Append) and request.collection == step.collection:
-                            self.apply(request)
+                            self.apply(request, now_ms)
                 else:
-                    self.apply_step(step)
+                    self.apply_step(step, now_ms)
         else:
             for request in requests:
-                self.apply(request)
+                self.apply(request, now_ms)
 
     def _group_overflows(self, group: AppendGroup) -> bool:
         parts = [(p.replica_id, p.epoch, p.updates) for p in group.parts]

@@ -24,7 +24,7 @@ from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.keys import CONSUMER
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.store import RedisStore, wall_clock_ms
 from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
 
 # A "count" column on purpose: it must not clash with the multiplicity in the output.
@@ -165,6 +165,24 @@ def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], colle
     status, out, _ = run(capsys, "collections", "describe", collection)
     assert status == 0
     assert out.splitlines()[0] == f"{collection}: 2 rows at time 3"
+
+
+def test_query_and_describe_show_row_ttls(
+    capsys: pytest.CaptureFixture[str], store: RedisStore, collection: str
+) -> None:
+    now, hour = wall_clock_ms(), 3_600_000  # an hour: no retraction timer gets there
+    refresh = Append(collection, "r1", 1, [(("r1", 1, False, None), 0)], 0, ttl_ms=hour)
+    store.apply_requests("ttl", 0, [(0, refresh)], now_ms=now)
+    rows = run_json(capsys, "query", collection, "--expiry")["rows"]
+    assert [(r["row"]["worker_id"], r["expires_at"]) for r in rows] == [(0, None), (1, now + hour)]
+    status, out, _ = run(capsys, "query", collection, "--expiry")
+    assert status == 0 and "expires" in out.splitlines()[2]
+    [without, [*_, expires]] = cells(out, "r1")
+    assert without[-1] == "-" and expires.endswith(("(in 59min)", "(in 60min)"))
+    described = run_json(capsys, "collections", "describe", collection)
+    assert described["ttl"] == {"rows": 1, "next_expiry": now + hour}
+    status, out, _ = run(capsys, "collections", "describe", collection)
+    assert out.splitlines()[0].startswith(f"{collection}: 2 rows at time 4; 1 row with a TTL, ")
 
 
 @pytest.fixture

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from collection_manager.core.epochs import check_issued, claimed_replicas
-from collection_manager.core.errors import EpochError, UnsupportedError
+from collection_manager.core.errors import EpochError, SchemaError
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import (
+    MAX_TTL_MS,
     Append,
     Delete,
     Fence,
@@ -86,8 +87,10 @@ def test_epochs_below_one_are_refused_on_the_wire(request_: Request) -> None:
         validate_request(request_, SPECS)
 
 
-def test_ttl_ms_is_refused_until_rows_can_expire() -> None:
-    append = Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, ttl_ms=5_000)
-    with pytest.raises(UnsupportedError, match=r"ttl_ms is not supported yet .*never expire"):
+@pytest.mark.parametrize("ttl_ms", [0, -1, MAX_TTL_MS + 1, 2**63 - 1])
+def test_a_ttl_outside_its_bound_is_refused_naming_it(ttl_ms: int) -> None:
+    append = Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, ttl_ms=ttl_ms)
+    with pytest.raises(SchemaError, match=rf"ttl_ms {ttl_ms} is outside 1\.\.{MAX_TTL_MS}"):
         validate_request(append, SPECS)
-    validate_request(Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, valid_until=5), SPECS)
+    for fine in (1, MAX_TTL_MS):
+        validate_request(Append(FRONTIERS.name, "r1", 1, ((ROW, 1),), 0, ttl_ms=fine), SPECS)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.filters import compile_filter, eq, in_
@@ -118,6 +120,57 @@ def test_grouped_application_equals_request_by_request(requests: list[Request]) 
         assert _log_sums(one_by_one, name) == expected.state.rows()
         assert _log_sums(grouped, name) == actual.state.rows()
     assert grouped.membership.live() == one_by_one.membership.live()
+
+
+def _with_ttls(requests: list[Request], ttls: list[int | None]) -> list[Request]:
+    return [
+        dataclasses.replace(r, ttl_ms=ttl) if isinstance(r, Append) else r
+        for r, ttl in zip(requests, ttls, strict=False)
+    ]
+
+
+ttl_streams = st.builds(
+    _with_ttls, model_streams, st.lists(st.sampled_from((None, 5, 9)), min_size=40, max_size=40)
+)
+
+
+@SETTINGS
+@given(ttl_streams, st.integers(0, 12))
+def test_rows_expire_alike_grouped_or_request_by_request(
+    requests: list[Request], later: int
+) -> None:
+    """Each row's expiry, and what expires when the clock moves on, do not depend on
+    merging: an append with a TTL merges only with its own source (core/planning.py)."""
+    one_by_one, grouped = _run(requests, False), _run(requests, True)
+    for name, expected in one_by_one.collections.items():
+        assert grouped.collections[name].expiries == expected.expiries
+        for row, at in expected.expiries.items():
+            assert at in (5, 9) and expected.state.multiplicity(row) != 0
+    one_by_one.retract_due(later)
+    grouped.retract_due(later)
+    for name, expected in one_by_one.collections.items():
+        actual = grouped.collections[name]
+        assert actual.state == expected.state
+        assert actual.expiries == expected.expiries
+        assert actual.counters.expirations == expected.counters.expirations
+        assert all(at > later for at in expected.expiries.values())
+
+
+def test_an_expired_row_is_retracted_whole_with_its_valid_until() -> None:
+    store = ModelStore(MODEL_SPECS)
+    row = ("r1", "c", 1, 5)
+    store.apply(Append("frontiers", "r1", 1, ((row, 2),), 0, valid_until=50), now_ms=0)
+    store.apply(Append("frontiers", "r1", 1, ((row, 1),), 0, ttl_ms=10), now_ms=5)
+    frontiers = store.collection("frontiers")
+    assert frontiers.expiries == {row: 15}
+    store.retract_due(14)
+    assert frontiers.state.multiplicity(row) == 3
+    store.retract_due(15)
+    assert frontiers.state.multiplicity(row) == 0 and frontiers.expiries == {}
+    assert frontiers.counters.expirations == 1
+    store.retract_due(50)  # its valid_until retraction went with it
+    assert frontiers.counters.scheduled_retractions == 0
+    assert [(e.row, e.diff) for e in frontiers.log] == [(row, 2), (row, 1), (row, -3)]
 
 
 class _Fences:

@@ -80,6 +80,21 @@ def test_expirations_are_separate_sources() -> None:
     ]
 
 
+def test_an_append_with_a_ttl_merges_only_with_its_own_source() -> None:
+    requests: list[Request] = [
+        _append("a", "r1", 1, (ROW1, 1)),
+        Append("a", "r1", 1, ((ROW1, 1),), 0, ttl_ms=50),
+        Append("a", "r1", 1, ((ROW1, -1), (ROW2, 1)), 0, ttl_ms=50),
+        Append("a", "r1", 1, ((ROW2, -1),), 0, ttl_ms=50),
+        _append("a", "r1", 1, (ROW2, 1)),
+    ]
+    steps = plan_groups(requests)
+    assert [(s.first_index, s.last_index) for s in steps] == [(0, 0), (1, 3), (4, 4)]  # type: ignore[union-attr]
+    [part] = steps[1].parts  # type: ignore[union-attr]
+    # Rows whose diffs cancel stay, with a zero diff: the group refreshes their TTL.
+    assert (part.ttl_ms, part.updates) == (50, ((ROW1, 0), (ROW2, 0)))
+
+
 def test_split_on_source_change_gives_one_part_per_group() -> None:
     requests: list[Request] = [
         _append("a", "r1", 1, (ROW1, 1)),
