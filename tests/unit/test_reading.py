@@ -234,7 +234,7 @@ def test_collections_list_and_describe_json() -> None:
         }
     ]
     described = describe_json(_info())
-    assert list(described) == ["name", "rows", "time", "columns", "counters", "row_schema"]
+    assert list(described) == ["name", "rows", "time", "columns", "counters", "ttl", "row_schema"]
     assert described["columns"][3] == {
         "name": "frontier",
         "type": "long",
