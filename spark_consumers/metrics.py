@@ -119,6 +119,15 @@ def partition_lag(progress: dict[str, Any]) -> dict[str, int]:
     return lag
 
 
+def caught_up(progress: dict[str, Any]) -> bool:
+    """Whether the query finished a batch (since it started) that read all there was.
+
+    Until then, requests that were waiting in Kafka (a backlog after an outage or a
+    restart) may not be applied yet: among them, appends that refresh rows' TTLs.
+    """
+    return bool(progress.get("sources")) and not any(partition_lag(progress).values())
+
+
 def record_progress(redis_url: str, progress: dict[str, Any]) -> None:
     """Logs a query progress and keeps its lag and rates in Redis for ``status``."""
     lag = partition_lag(progress)

@@ -18,6 +18,9 @@ from collection_manager.storage.store import RedisStore
 logger = logging.getLogger(__name__)
 
 
+_RETRACTED = ("scheduled_retractions", "expirations")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -56,8 +59,13 @@ class RetractionTimer:
                 logger.debug("%s: %d future retractions scheduled", name, kept)
                 self.prepared.add(name)
 
-    def tick(self) -> int:
-        """Applies what is due now; returns how many rows were retracted."""
+    def tick(self, expire_rows: bool = True) -> int:
+        """Applies what is due now; returns how many rows were retracted.
+
+        ``expire_rows``: whether rows whose TTL passed go too. The consumer says no while
+        it is behind or meets an outage: a row's refresh may still wait in Kafka, and no
+        row expires because the pipeline itself was down (docs/design.md §8).
+        """
         now = self.clock()
         if self.expiration is not None and now >= self.expiration:
             logger.warning(
@@ -68,6 +76,6 @@ class RetractionTimer:
             self.start()
         self._prepare_new()
         return sum(
-            self.store.retract_due(name, now).get("scheduled_retractions", 0)
+            sum(self.store.retract_due(name, now, expire_rows).get(c, 0) for c in _RETRACTED)
             for name in sorted(self.prepared)
         )

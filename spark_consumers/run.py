@@ -24,7 +24,7 @@ from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.errors import ConsumerError
 from spark_consumers.job import start_consumer
-from spark_consumers.metrics import record_progress
+from spark_consumers.metrics import caught_up, record_progress
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
 from spark_consumers.supervision import Outage, until_done
@@ -79,8 +79,12 @@ def watch(
     redis_url: str = "",
     timer: RetractionTimer | None = None,
     on_progress: Callable[[], None] | None = None,
+    healthy: Callable[[], bool] = lambda: True,
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
+
+    Meanwhile it ticks ``timer`` about every 0.5 s; rows whose TTL passed expire only
+    while the query is caught up and ``healthy`` (no outage going on).
 
     Stopping interrupts the running micro-batch between two atomic store calls: what was
     applied is recorded in the watermarks, and the restarted query replays the rest.
@@ -95,9 +99,9 @@ def watch(
             if deadline is not None and time.monotonic() >= deadline:
                 break
             query.awaitTermination(0.5)
-            if timer is not None:
-                timer.tick()
             progress = _as_dict(query.lastProgress)
+            if timer is not None:
+                timer.tick(expire_rows=caught_up(progress) and healthy())
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
                 record_progress(redis_url, progress)
@@ -185,7 +189,10 @@ def run_consumer(
                     endpoints.kafka_bootstrap,
                     redact_url(endpoints.redis_url),
                 )
-                watch(query, stop, None, endpoints.redis_url, timer, outage.recovered)
+                watch(
+                    query, stop, None, endpoints.redis_url, timer, outage.recovered,
+                    healthy=lambda: not outage.ongoing,
+                )  # fmt: skip
             except TRANSIENT_FAULTS as exc:
                 stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
     finally:

@@ -176,15 +176,16 @@ local function cm_apply(keys, args)
   return c.finish()
 end
 
--- Applies, at one new time, what is due at the own argument (ms): first the rows whose
--- TTL expired, each retracted whole with its pending valid_until retractions, then the
--- scheduled retractions. Each removes its entry in the same step, so calling it again is
--- a no-op; the work is in proportion to what is due.
+-- Applies, at one new time, what is due: first the rows whose TTL expired at the payload's
+-- now (ms; 0 when the consumer may not expire rows yet), each retracted whole with its
+-- pending valid_until retractions, then the retractions scheduled at or before the own
+-- argument (ms). Each removes its entry in the same step, so calling it again is a no-op;
+-- the work is in proportion to what is due.
 local function cm_due(keys, args)
   local c = open_collection(keys, args)
   if c.held() then return {'held'} end
   local k, validity, counts = c.keys, c.validity, c.counts
-  local expired = redis.call('ZRANGEBYSCORE', k.expiries, '-inf', c.argument)
+  local expired = redis.call('ZRANGEBYSCORE', k.expiries, '-inf', integer(c.payload.now))
   local any_due = #redis.call('ZRANGEBYSCORE', k.schedule, '-inf', c.argument, 'LIMIT', 0, 1)
   if #expired == 0 and any_due == 0 then return c.finish() end
   local time = c.next_time()

@@ -321,14 +321,15 @@ class RedisStore:
                 f"writing to {spec.name} failed: {exc}", collection=spec.name
             ) from exc
 
-    def retract_due(self, collection: str, now_ms: int) -> dict[str, int]:
-        """Retracts, at one new time, the rows whose TTL expired at ``now_ms`` and those
-        whose ``valid_until`` is ``<= now_ms``.
+    def retract_due(self, collection: str, now_ms: int, expire_rows: bool = True) -> dict[str, int]:
+        """Retracts, at one new time, the rows whose TTL expired at ``now_ms`` (unless not
+        ``expire_rows``) and those whose ``valid_until`` is ``<= now_ms``.
 
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
         spec = self.spec(collection)
-        return dict(self._run(DUE, spec, _layout_call(spec), now_ms))
+        ttl_clock = function_call([], spec, now_ms=now_ms if expire_rows else 0)
+        return dict(self._run(DUE, spec, ttl_clock, now_ms))
 
     def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
         """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.

@@ -39,9 +39,13 @@ requests = st.builds(
     st.sampled_from((None, 10, 10, 25)),
     st.sampled_from((None, None, EPOCH + 20)),
 )
-# A list of requests is one group applied at the current clock; an int moves the clock on.
+# A list of requests is one group applied at the current clock; a pair moves the clock on
+# and applies what is due, with or without expiring rows (a consumer that is behind).
+Tick = tuple[int, bool]
 events = st.lists(
-    st.lists(requests, min_size=1, max_size=6) | st.integers(1, 15), min_size=4, max_size=25
+    st.lists(requests, min_size=1, max_size=6) | st.tuples(st.integers(1, 15), st.booleans()),
+    min_size=4,
+    max_size=25,
 )
 
 
@@ -50,7 +54,7 @@ events = st.lists(
 )
 @given(events=events)
 def test_row_ttls_match_the_model(
-    redis: redis_lib.Redis, events: list[list[Request] | int]
+    redis: redis_lib.Redis, events: list[list[Request] | Tick]
 ) -> None:
     store = RedisStore(redis, chunk_updates=3, delete_step_rows=2)
     suffix = uuid.uuid4().hex[:8]
@@ -61,11 +65,12 @@ def test_row_ttls_match_the_model(
         store.create_collection(spec)
     try:
         for event in events:
-            if isinstance(event, int):
-                now += event
+            if isinstance(event, tuple):
+                step, expire_rows = event
+                now += step
                 for spec in specs:
-                    store.retract_due(spec.name, now)
-                model.retract_due(now)
+                    store.retract_due(spec.name, now, expire_rows)
+                model.retract_due(now, expire_rows)
             else:
                 group = [(offset + i, _renamed(r, names)) for i, r in enumerate(event)]
                 offset += len(group)
@@ -102,6 +107,8 @@ def test_a_re_append_refreshes_and_reads_show_the_expiry(redis: redis_lib.Redis)
             row: EPOCH + 160,
             other: EPOCH + 100,
         }
+        store.retract_due(spec.name, EPOCH + 100, expire_rows=False)  # a consumer behind
+        assert store.ttl_summary(spec.name) == (2, EPOCH + 100)
         store.retract_due(spec.name, EPOCH + 100)
         assert store.snapshot(spec.name).rows == {row: 1}
         assert store.ttl_summary(spec.name) == (1, EPOCH + 160)
