@@ -61,6 +61,11 @@ PLAN = (
     # minutes, depending on what else the machine runs.
     Bench("reader_latency", (), ("--rows", "20000", "--phase-s", "2"), timeout_s=480),
     Bench("expiration", (), ("--rows", "5000")),
+    Bench(
+        "row_ttl",
+        (),
+        ("--rows", "1000", "--rounds", "5", "--sizes", "1000,5000", "--repeats", "1"),
+    ),
     Bench("cancel_to_quiet", ("--repeats", "10"), ("--rows", "100000", "--repeats", "2")),
     Bench("decode", (), ("--requests", "500", "--repeats", "1")),
     Bench(

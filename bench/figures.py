@@ -230,6 +230,42 @@ def ttl_index(result: Result) -> list[Figure]:
     return rows
 
 
+def row_ttl(result: Result) -> list[Figure]:
+    """Expiry index entries per row after refreshes, and expiry rate against a Delete."""
+    figures = result["figures"]
+    last = figures["rounds"][-1]
+    refreshed = all(r["all_refreshed"] for r in figures["rounds"])
+    rows = [
+        Figure(
+            "row_ttl",
+            f"expiry index entries per row after {last['round']} refreshes of every row",
+            last["entries_per_row"],
+            "entries/row",
+            last["baseline_entries_per_row"],
+            "append-only index, an entry per write",
+            targets.TTL_INDEX_PER_KEY,
+            note=f"{last['rows']:,} rows; {last['index_bytes'] / last['rows']:,.0f} bytes/row vs "
+            f"{last['baseline_bytes'] / last['rows']:,.0f}"
+            + ("" if refreshed else "; NOT every entry was refreshed"),
+        )
+    ]
+    for size in figures["sizes"]:
+        expiry, delete = size["expiry"], size["delete"]
+        rows.append(
+            Figure(
+                "row_ttl",
+                f"expiry of {size['rows']:,} rows (one cm_due)",
+                expiry["rows_per_s"],
+                "rows/s",
+                delete["rows_per_s"],
+                "indexed Delete of the same rows",
+                note=f"{expiry['function_ms']:,.1f} ms in one call; the Delete "
+                f"{delete['function_calls']:,} calls of {delete['ms_per_call']:.3g} ms",
+            )
+        )
+    return rows
+
+
 def _ratio(value: float, baseline: float) -> float:
     return value / baseline if baseline else math.nan
 
@@ -242,6 +278,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "expiration": expiration,
     "cancel_to_quiet": cancel_to_quiet,
     "ttl_index": ttl_index,
+    "row_ttl": row_ttl,
     "reader_latency": reader_latency,
 }
 

@@ -215,6 +215,33 @@ def reader_details(result: Mapping[str, Any]) -> list[str]:
     return lines + _table(columns, rows)
 
 
+def row_ttl_details(result: Mapping[str, Any]) -> list[str]:
+    """Both retraction paths of ``row_ttl`` per size, with the Redis time of their calls."""
+    figures = result["figures"]
+    lines = [
+        "Every row of a collection retracted at once: by their TTL, in one `cm_due` call "
+        "(Redis serves nobody else during it), or by a `Delete` on `replica_id`, in steps "
+        f"of {figures['delete_step_rows']:,} rows. Redis time is its own count of `FCALL` "
+        "time (Redis-wide).",
+        "",
+    ]
+    rows = [
+        [
+            number(size["rows"]),
+            label,
+            number(size[path]["wall_ms"]),
+            number(size[path]["rows_per_s"]),
+            number(size[path]["function_calls"]),
+            number(size[path]["function_ms"]),
+            number(size[path]["ms_per_call"]),
+        ]
+        for size in figures["sizes"]
+        for path, label in (("expiry", "expiry (one cm_due)"), ("delete", "Delete (baseline)"))
+    ]
+    columns = ["rows", "path", "wall ms", "rows/s", "FCALLs", "Redis ms", "Redis ms per call"]
+    return lines + _table(columns, rows)
+
+
 def _failures(benchmarks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = []
     for name, result in benchmarks.items():
@@ -269,6 +296,9 @@ def render(results: Mapping[str, Any], plots: Mapping[str, str]) -> str:
     if benchmarks.get("reader_latency", {}).get("status") == "ok":
         details = reader_details(benchmarks["reader_latency"])
         lines += ["### Concurrent readers, per phase", "", *details, ""]
+    if benchmarks.get("row_ttl", {}).get("status") == "ok":
+        details = row_ttl_details(benchmarks["row_ttl"])
+        lines += ["### Row TTL, retraction paths per size", "", *details, ""]
     lines += ["## Plots", "", *_plots(plots)]
     lines += ["## Scale and wall time", "", *scale_table(benchmarks), ""]
     failures = _failures(benchmarks)
