@@ -1,4 +1,4 @@
-"""Storage collections in Redis: atomic, exactly-once apply and consistent reads."""
+"""Storage collections in Redis: atomic, exactly-once apply (the reads are in reads.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import redis
 
@@ -17,7 +17,6 @@ from collection_manager.core.errors import (
     InfrastructureError,
     UnknownCollectionError,
 )
-from collection_manager.core.filters import Filter, validate
 from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
@@ -25,8 +24,6 @@ from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import (
     CATALOG,
-    LOG_DIFFS_FIELD,
-    LOG_ROWS_FIELD,
     CollectionKeys,
     watermark_field,
 )
@@ -35,7 +32,6 @@ from collection_manager.storage.library import (
     CONTINUE,
     DUE,
     HORIZON,
-    READ,
     call,
     ensure_loaded,
 )
@@ -45,22 +41,14 @@ from collection_manager.storage.ops import (
     FunctionCall,
     Op,
     chunk_ops,
-    double_positions,
     function_call,
-    query_json,
 )
-from collection_manager.storage.plan import OffsetRequest, filter_query, plan_ops, split_refused
-from collection_manager.storage.rows import Row, decode_row, encode_row
+from collection_manager.storage.plan import OffsetRequest, plan_ops, split_refused
+from collection_manager.storage.reads import LogEntry, Snapshot, StoreReads, as_text
+
+__all__ = ["LogEntry", "RedisStore", "Snapshot", "wall_clock_ms"]
 
 logger = logging.getLogger(__name__)
-
-# What XRANGE answers on a client that does not decode responses.
-_StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
 
 # The first element of cm_apply's reply when it refused a chunk (see functions.lua).
 REFUSED = "refused"
@@ -85,23 +73,6 @@ class Refusal:
     value: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Snapshot:
-    """A collection's contents at one time: ``as_of`` is its latest readable time."""
-
-    rows: dict[Row, int]
-    as_of: int
-
-
-@dataclasses.dataclass(frozen=True)
-class LogEntry:
-    """One change of the change log."""
-
-    time: int
-    row: Row
-    diff: int
-
-
 def wall_clock_ms() -> int:
     """The consumer's clock: this machine's, in ms since the Unix epoch (§7, §8)."""
     return time.time_ns() // 1_000_000
@@ -109,7 +80,7 @@ def wall_clock_ms() -> int:
 
 def _counters(reply: Sequence[Any]) -> dict[str, int]:
     """The counters of a function's reply: name, value, name, value, ..."""
-    return {_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
+    return {as_text(n): int(v) for n, v in zip(reply[::2], reply[1::2], strict=True)}
 
 
 def _add(totals: dict[str, int], more: dict[str, int]) -> dict[str, int]:
@@ -125,7 +96,7 @@ def _layout_call(spec: CollectionSpec) -> FunctionCall:
     return function_call([], spec)
 
 
-class RedisStore:
+class RedisStore(StoreReads):
     """Storage collections in one Redis (or one Redis Cluster slot per collection).
 
     Args:
@@ -205,7 +176,7 @@ class RedisStore:
         """
         specs = {}
         for key, raw in sorted(self._client.hgetall(CATALOG).items()):
-            name = _text(key)
+            name = as_text(key)
             if name not in self._specs:
                 try:
                     self._specs[name] = _spec_of(name, raw)
@@ -219,7 +190,7 @@ class RedisStore:
 
     def collections(self) -> list[str]:
         """Names of all collections, sorted."""
-        return sorted(_text(name) for name in self._client.hkeys(CATALOG))
+        return sorted(as_text(name) for name in self._client.hkeys(CATALOG))
 
     def drop_collection(self, collection: str) -> None:
         """Deletes a collection with exactly its keys (never keys matched by a pattern)."""
@@ -296,17 +267,17 @@ class RedisStore:
                 CONTINUE, spec, _layout_call(spec), self._delete_step_rows
             )
             totals = _add(totals, _counters(counters))
-            if _text(state) == DONE:
+            if as_text(state) == DONE:
                 return totals
 
     def _run(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
         """Calls a writing function; while a delete is in progress, finishes it first."""
         reply = self._call(function, spec, given, own)
-        while isinstance(reply, list) and reply and _text(reply[0]) == HELD:
+        while isinstance(reply, list) and reply and as_text(reply[0]) == HELD:
             self._finish_delete(spec)
             reply = self._call(function, spec, given, own)
-        if isinstance(reply, list) and reply and _text(reply[0]) == REFUSED:
-            return Refusal(int(reply[1]) - 1, _text(reply[2]), int(reply[3]))
+        if isinstance(reply, list) and reply and as_text(reply[0]) == REFUSED:
+            return Refusal(int(reply[1]) - 1, as_text(reply[2]), int(reply[3]))
         if isinstance(reply, list):
             return _counters(reply)
         return reply
@@ -340,10 +311,6 @@ class RedisStore:
         spec = self.spec(collection)
         argument = "" if expiration_ms is None else expiration_ms
         return int(self._run(HORIZON, spec, _layout_call(spec), argument))
-
-    def scheduled(self, collection: str) -> int:
-        """How many future retractions the schedule holds."""
-        return int(self._client.zcard(CollectionKeys(collection).schedule))
 
     def apply_requests(
         self,
@@ -393,112 +360,9 @@ class RedisStore:
     def take_refused(self, collection: str) -> dict[str, str]:
         """The refused appends not dead-lettered yet: ``topic:partition:offset`` -> why."""
         raw = self._client.hgetall(CollectionKeys(collection).refused)
-        return {_text(field): _text(why) for field, why in raw.items()}
+        return {as_text(field): as_text(why) for field, why in raw.items()}
 
     def forget_refused(self, collection: str, fields: Sequence[str]) -> None:
         """Drops refusals whose dead letters were handled."""
         if fields:
             self._client.hdel(CollectionKeys(collection).refused, *fields)
-
-    # Reads
-
-    def snapshot(self, collection: str, where: Filter | None = None) -> Snapshot:
-        """The rows (optionally those matching ``where``) at the latest readable time.
-
-        Raises:
-            UnknownCollectionError: when there is no such collection.
-            FilterError: when ``where`` does not fit the collection's columns.
-        """
-        keys = CollectionKeys(collection)
-        spec = self.spec(collection)
-        index_keys: list[str] | None = None
-        residual = None
-        if where is None:
-            with self._client.pipeline(transaction=True) as pipe:
-                pipe.get(keys.time)
-                pipe.hgetall(keys.contents)
-                pipe.exists(keys.pending)
-                as_of, contents, pending = pipe.execute()
-            if not pending:
-                rows = {decode_row(row): int(m) for row, m in contents.items()}
-                return Snapshot(rows, int(as_of or 0))
-            # A delete is in progress: cm_read leaves out the rows it will retract.
-        else:
-            validate(where, spec)
-            index_keys, residual = filter_query(where, spec)
-        reply = call(
-            self._client,
-            READ,
-            [keys.contents, keys.time, keys.pending],
-            [keys.index_prefix, query_json(index_keys, residual)],
-            read_only=True,
-        )
-        rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
-        return Snapshot(rows, int(reply[0]))
-
-    def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
-        """Changes at times ``>= since`` still in the log, oldest first.
-
-        Only readable times: a delete in progress writes its changes at a time that becomes
-        readable when its last step is done.
-        """
-        self.spec(collection)
-        keys = CollectionKeys(collection)
-        readable = int(self._client.get(keys.time) or 0)
-        entries = cast(
-            _StreamEntries,
-            self._client.xrange(keys.log, min=f"{since}-0", max=str(readable), count=limit),
-        )
-        rows, diffs = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
-        changes = [
-            LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
-            for entry_id, fields in entries
-            for row, diff in zip(json.loads(fields[rows]), json.loads(fields[diffs]), strict=True)
-        ]
-        return changes if limit is None else changes[:limit]
-
-    def size(self, collection: str) -> tuple[int, int]:
-        """``(distinct rows, latest readable time)`` of ``collection``, read atomically.
-
-        While a delete runs in steps, the rows it has not reached yet are still counted.
-        """
-        keys = CollectionKeys(collection)
-        with self._client.pipeline(transaction=True) as pipe:
-            pipe.hlen(keys.contents)
-            pipe.get(keys.time)
-            rows, as_of = pipe.execute()
-        return int(rows), int(as_of or 0)
-
-    def expiries(self, collection: str, rows: Sequence[Row] | None = None) -> dict[Row, int]:
-        """When each row with a TTL expires (ms): of ``rows``, or of every row."""
-        spec = self.spec(collection)
-        key = CollectionKeys(collection).expiries
-        if rows is None:
-            entries = cast(
-                list[tuple[bytes, float]], self._client.zrange(key, 0, -1, withscores=True)
-            )
-            return {decode_row(row): int(at) for row, at in entries}
-        if not rows:
-            return {}
-        doubles = double_positions(spec)
-        scores = self._client.zmscore(key, [encode_row(row, doubles) for row in rows])
-        return {row: int(at) for row, at in zip(rows, scores, strict=True) if at is not None}
-
-    def ttl_summary(self, collection: str) -> tuple[int, int | None]:
-        """``(rows with a TTL, when the next of them expires)`` of ``collection``."""
-        key = CollectionKeys(collection).expiries
-        with self._client.pipeline(transaction=True) as pipe:
-            pipe.zcard(key)
-            pipe.zrange(key, 0, 0, withscores=True)
-            count, first = pipe.execute()
-        return int(count), (int(first[0][1]) if first else None)
-
-    def fences(self, collection: str) -> dict[str, int]:
-        """Replica id -> highest dead epoch, as recorded by deletes with a fence."""
-        raw = self._client.hgetall(CollectionKeys(collection).fences)
-        return {_text(k): int(v) for k, v in raw.items()}
-
-    def stats(self, collection: str) -> dict[str, int]:
-        """Counters of everything applied to ``collection`` so far."""
-        raw = self._client.hgetall(CollectionKeys(collection).stats)
-        return {_text(k): int(v) for k, v in raw.items()}

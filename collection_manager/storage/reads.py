@@ -1,0 +1,162 @@
+"""The reads of a storage collection: snapshots, the change log, sizes, TTLs, counters.
+
+``RedisStore`` (``store.py``) inherits them; they need only its client and its catalog.
+Reads never write, and every one answers from Redis alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import cast
+
+import redis
+
+from collection_manager.core.filters import Filter, validate
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, CollectionKeys
+from collection_manager.storage.library import READ, call
+from collection_manager.storage.ops import double_positions, query_json
+from collection_manager.storage.plan import filter_query
+from collection_manager.storage.rows import Row, decode_row, encode_row
+
+# What XRANGE answers on a client that does not decode responses.
+_StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def as_text(value: bytes | str) -> str:
+    """A Redis reply as text (the store's client does not decode replies)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A collection's contents at one time: ``as_of`` is its latest readable time."""
+
+    rows: dict[Row, int]
+    as_of: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """One change of the change log."""
+
+    time: int
+    row: Row
+    diff: int
+
+
+class StoreReads:
+    """Reads of the collections in one Redis; the base of ``RedisStore``."""
+
+    _client: redis.Redis
+
+    def spec(self, collection: str) -> CollectionSpec:
+        """The definition of ``collection`` (``RedisStore.spec``)."""
+        raise NotImplementedError
+
+    def snapshot(self, collection: str, where: Filter | None = None) -> Snapshot:
+        """The rows (optionally those matching ``where``) at the latest readable time.
+
+        Raises:
+            UnknownCollectionError: when there is no such collection.
+            FilterError: when ``where`` does not fit the collection's columns.
+        """
+        keys = CollectionKeys(collection)
+        spec = self.spec(collection)
+        index_keys: list[str] | None = None
+        residual = None
+        if where is None:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(keys.time)
+                pipe.hgetall(keys.contents)
+                pipe.exists(keys.pending)
+                as_of, contents, pending = pipe.execute()
+            if not pending:
+                rows = {decode_row(row): int(m) for row, m in contents.items()}
+                return Snapshot(rows, int(as_of or 0))
+            # A delete is in progress: cm_read leaves out the rows it will retract.
+        else:
+            validate(where, spec)
+            index_keys, residual = filter_query(where, spec)
+        reply = call(
+            self._client,
+            READ,
+            [keys.contents, keys.time, keys.pending],
+            [keys.index_prefix, query_json(index_keys, residual)],
+            read_only=True,
+        )
+        rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
+        return Snapshot(rows, int(reply[0]))
+
+    def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
+        """Changes at times ``>= since`` still in the log, oldest first.
+
+        Only readable times: a delete in progress writes its changes at a time that becomes
+        readable when its last step is done.
+        """
+        self.spec(collection)
+        keys = CollectionKeys(collection)
+        readable = int(self._client.get(keys.time) or 0)
+        entries = cast(
+            _StreamEntries,
+            self._client.xrange(keys.log, min=f"{since}-0", max=str(readable), count=limit),
+        )
+        rows, diffs = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
+        changes = [
+            LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
+            for entry_id, fields in entries
+            for row, diff in zip(json.loads(fields[rows]), json.loads(fields[diffs]), strict=True)
+        ]
+        return changes if limit is None else changes[:limit]
+
+    def size(self, collection: str) -> tuple[int, int]:
+        """``(distinct rows, latest readable time)`` of ``collection``, read atomically.
+
+        While a delete runs in steps, the rows it has not reached yet are still counted.
+        """
+        keys = CollectionKeys(collection)
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.hlen(keys.contents)
+            pipe.get(keys.time)
+            rows, as_of = pipe.execute()
+        return int(rows), int(as_of or 0)
+
+    def expiries(self, collection: str, rows: Sequence[Row] | None = None) -> dict[Row, int]:
+        """When each row with a TTL expires (ms): of ``rows``, or of every row."""
+        spec = self.spec(collection)
+        key = CollectionKeys(collection).expiries
+        if rows is None:
+            entries = cast(
+                list[tuple[bytes, float]], self._client.zrange(key, 0, -1, withscores=True)
+            )
+            return {decode_row(row): int(at) for row, at in entries}
+        if not rows:
+            return {}
+        doubles = double_positions(spec)
+        scores = self._client.zmscore(key, [encode_row(row, doubles) for row in rows])
+        return {row: int(at) for row, at in zip(rows, scores, strict=True) if at is not None}
+
+    def ttl_summary(self, collection: str) -> tuple[int, int | None]:
+        """``(rows with a TTL, when the next of them expires)`` of ``collection``."""
+        key = CollectionKeys(collection).expiries
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.zcard(key)
+            pipe.zrange(key, 0, 0, withscores=True)
+            count, first = pipe.execute()
+        return int(count), (int(first[0][1]) if first else None)
+
+    def fences(self, collection: str) -> dict[str, int]:
+        """Replica id -> highest dead epoch, as recorded by deletes with a fence."""
+        raw = self._client.hgetall(CollectionKeys(collection).fences)
+        return {as_text(k): int(v) for k, v in raw.items()}
+
+    def stats(self, collection: str) -> dict[str, int]:
+        """Counters of everything applied to ``collection`` so far."""
+        raw = self._client.hgetall(CollectionKeys(collection).stats)
+        return {as_text(k): int(v) for k, v in raw.items()}
+
+    def scheduled(self, collection: str) -> int:
+        """How many future retractions the schedule holds."""
+        return int(self._client.zcard(CollectionKeys(collection).schedule))
