@@ -160,7 +160,10 @@ def test_kafka_broker_stopped_for_20_s(
     topic = f"t-{unique}"
     admin = AdminClient({"bootstrap.servers": kafka})
     admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])[topic].result(30)
-    _run_through(
+    output = _run_through(
         lambda: own_kafka.sigkill_and_restart(down_s=20.0),
         own_kafka, kafka, endpoints.redis_url, topic, unique, tmp_path,
     )  # fmt: skip
+    # Spark waits for the broker inside its batch; the broker probe says so, once.
+    assert output.count(f"outage: Kafka at {kafka} does not answer") == 1, output[-3000:]
+    assert "outage over after" in output
