@@ -22,6 +22,7 @@ from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
+from spark_consumers.broker_probe import BrokerProbe
 from spark_consumers.errors import ConsumerError
 from spark_consumers.job import start_consumer
 from spark_consumers.metrics import caught_up, record_progress
@@ -160,6 +161,7 @@ def run_consumer(
     if duration_s is not None:
         deadline.start()
     outage = Outage(endpoints.redis_url)
+    probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
     try:
         store = until_done(
             lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
@@ -169,6 +171,7 @@ def run_consumer(
             endpoints.kafka_bootstrap, config.topic, stop, partitions
         ):
             return
+        probe.start()
         timer = RetractionTimer(store, config.expiration_offset_ms)
         if until_done(timer.start, outage, stop, TRANSIENT_FAULTS) is None and stop.is_set():
             return
@@ -197,6 +200,7 @@ def run_consumer(
                 stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
     finally:
         deadline.cancel()
+        probe.stop()
 
 
 def _prepared_store(redis_url: str) -> RedisStore:

@@ -57,6 +57,8 @@ class Outage:
         self.retries = 0
         self.since: float | None = None
         self.cause = ""
+        # The query's supervision and the broker probe (broker_probe.py) both report.
+        self._lock = threading.Lock()
 
     @property
     def ongoing(self) -> bool:
@@ -66,6 +68,10 @@ class Outage:
     def failed(self, cause: str) -> float:
         """Records a failure; returns how long to wait before the next attempt."""
         cause = " ".join(redact_url(word) for word in cause.split())[:500]
+        with self._lock:
+            return self._failed(cause)
+
+    def _failed(self, cause: str) -> float:
         self.retries += 1
         if self.since is None:
             self.since = self._clock()
@@ -76,13 +82,15 @@ class Outage:
         self._record("retrying")
         return backoff_s(self.retries, self._rng)
 
-    def recovered(self) -> None:
-        """Records a success: ends the outage, if one is going on."""
-        if self.since is not None:
-            lasted = self._clock() - self.since
-            logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
-            self.since, self.retries, self.cause = None, 0, ""
-            self._record("running")
+    def recovered(self, only_if: str = "") -> None:
+        """Records a success: ends the outage, if one is going on whose cause starts with
+        ``only_if`` (so that Kafka answering again does not end an outage of Redis)."""
+        with self._lock:
+            if self.since is not None and self.cause.startswith(only_if):
+                lasted = self._clock() - self.since
+                logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
+                self.since, self.retries, self.cause = None, 0, ""
+                self._record("running")
 
     def _record(self, state: str) -> None:
         fields: dict[str, Any] = {

@@ -94,7 +94,8 @@ class Controller:
         cls, bootstrap: str, redis_url: str, topic: str, config: ReplicaConfig | None = None
     ) -> Controller:
         """A controller with its own producer and Redis client."""
-        client = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+        # A socket timeout too: a paused Redis must not hang the lease loop for good.
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=10)
         producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-ctl"))
         return cls(producer, client, topic, config)
 

@@ -20,6 +20,7 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.kafka_broker import kafka_answers, start_kafka
 from collection_manager.devservices.processes import (
     cmdline_contains,
+    interrupts_deferred,
     pid_alive,
     stop_pid,
     wait_until_ready,
@@ -30,7 +31,10 @@ from collection_manager.devservices.services import Service, load_services, save
 logger = logging.getLogger(__name__)
 
 _ANSWERS: dict[str, Callable[[str], bool]] = {"kafka": kafka_answers, "redis": redis_answers}
-_START: dict[str, Callable[[InfraConfig], Service]] = {"kafka": start_kafka, "redis": start_redis}
+_START: dict[str, Callable[[InfraConfig, Callable[[Service], None]], Service]] = {
+    "kafka": start_kafka,
+    "redis": start_redis,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,12 +105,31 @@ def up(config: InfraConfig) -> Endpoints:
                 )
                 addresses[name] = old.address
                 continue
-            service = _START[name](config)
-            recorded[name] = service
-            save_services(config.services_file, recorded)
-            addresses[name] = service.address
+            addresses[name] = _start(config, name, recorded).address
             started.append(name)
         return Endpoints(addresses["kafka"], addresses["redis"], tuple(started))
+
+
+def _start(config: InfraConfig, name: str, recorded: dict[str, Service]) -> Service:
+    """Starts ``name``, recorded in the state file from the moment its process exists.
+
+    A Ctrl-C while it comes up stops it (``wait_until_ready``), and a start that failed
+    leaves no record of it: nothing runs that the state file does not name.
+    """
+
+    def record(service: Service) -> None:
+        recorded[name] = service
+        save_services(config.services_file, recorded)
+
+    try:
+        return _START[name](config, record)
+    except BaseException:
+        with interrupts_deferred():
+            started = recorded.get(name)
+            if started is not None and not pid_alive(started.pid):
+                del recorded[name]
+                save_services(config.services_file, recorded)
+        raise
 
 
 def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) -> Endpoints:
@@ -142,14 +165,16 @@ def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) ->
 def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[str]:
     """Stops the recorded local services among ``names``; returns those it stopped."""
     stopped = []
-    with _locked(config):
+    # A Ctrl-C waits until the stops are done and recorded: one cut short would leave a
+    # record of a service on its way out, or a service without one.
+    with _locked(config), interrupts_deferred():
         recorded = load_services(config.services_file)
         for name in names:
             service = recorded.pop(name, None)
             if service and _running(service):
                 stop_pid(service.pid)
                 stopped.append(name)
-        save_services(config.services_file, recorded)
+            save_services(config.services_file, recorded)
     return stopped
 
 

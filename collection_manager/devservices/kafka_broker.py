@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from collection_manager.config import KAFKA_VERSION, InfraConfig
@@ -19,6 +20,11 @@ from collection_manager.devservices.processes import (
 from collection_manager.devservices.services import Service
 
 logger = logging.getLogger(__name__)
+
+
+def _nothing(_service: Service) -> None:
+    pass
+
 
 # Internal topics must fit one broker, or consumer groups and transactions hang.
 _SERVER_PROPERTIES = """\
@@ -121,8 +127,12 @@ def _format_storage(java: str, classpath: str, props: Path, home: Path) -> None:
         raise InfrastructureError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
 
 
-def start_kafka(config: InfraConfig) -> Service:
-    """Starts the broker, waits until it answers, and returns its record."""
+def start_kafka(config: InfraConfig, record: Callable[[Service], None] = _nothing) -> Service:
+    """Starts the broker, waits until it answers, and returns its record.
+
+    ``record`` gets the record as soon as the process exists, before it answers (see
+    ``start_process``).
+    """
     java = require_java()
     classpath = str(broker_jars(config) / "*")
     home = config.state_dir / "kafka"
@@ -141,8 +151,12 @@ def start_kafka(config: InfraConfig) -> Service:
         "kafka.Kafka",
         str(props),
     ]
-    pid = start_process(cmd, log_path, cwd=home)
     address = f"{LOOPBACK}:{port}"
+
+    def service(pid: int) -> Service:
+        return Service(name="kafka", pid=pid, address=address, log=str(log_path), marker=str(props))
+
+    pid = start_process(cmd, log_path, cwd=home, record=lambda pid: record(service(pid)))
     logger.info("started Kafka (pid %d) on %s; log %s", pid, address, log_path)
     wait_until_ready(
         "the Kafka broker",
@@ -151,7 +165,7 @@ def start_kafka(config: InfraConfig) -> Service:
         lambda: accepts_connections(port) and kafka_answers(address),
         config.startup_timeout_s,
     )
-    return Service(name="kafka", pid=pid, address=address, log=str(log_path), marker=str(props))
+    return service(pid)
 
 
 def kafka_answers(bootstrap: str, timeout_s: float = 3.0) -> bool:

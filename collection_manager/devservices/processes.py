@@ -8,8 +8,9 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from collection_manager.core.errors import InfrastructureError
@@ -79,14 +80,41 @@ def accepts_connections(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def start_process(cmd: Sequence[str], log_path: Path, cwd: Path | None = None) -> int:
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Holds back SIGINT (Ctrl-C) during the block and raises it as KeyboardInterrupt after.
+
+    For steps that must not be cut in two: a service spawned but not yet recorded would run
+    on with nobody knowing its pid. Only the main thread can handle signals; elsewhere the
+    block runs unprotected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def start_process(
+    cmd: Sequence[str],
+    log_path: Path,
+    cwd: Path | None = None,
+    record: Callable[[int], None] = lambda _pid: None,
+) -> int:
     """Starts ``cmd`` in its own session with output to ``log_path``; returns its pid.
 
     Its own session keeps a Ctrl-C in the terminal from killing the service mid-write;
-    it is stopped explicitly by pid instead.
+    it is stopped explicitly by pid instead. So ``record`` gets the pid before a Ctrl-C
+    can interrupt: whoever started it can always find it again.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    with interrupts_deferred(), open(log_path, "ab") as log:
         proc = subprocess.Popen(
             list(cmd),
             stdin=subprocess.DEVNULL,
@@ -95,6 +123,7 @@ def start_process(cmd: Sequence[str], log_path: Path, cwd: Path | None = None) -
             cwd=cwd,
             start_new_session=True,
         )
+        record(proc.pid)
     return proc.pid
 
 
@@ -166,20 +195,27 @@ def wait_until_ready(
     """Polls ``ready`` until it holds; fails clearly if the process dies or time runs out.
 
     Args:
-        stop_on_timeout: stop the process when it never answered (one we just started);
-            False for one that was already running, which is left alone.
+        stop_on_timeout: stop the process when it never answered or the wait was
+            interrupted (one we just started); False for one that was already running,
+            which is left alone.
     """
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        if not pid_alive(pid):
-            _reap(pid)
-            raise InfrastructureError(
-                f"{what} exited during start-up; the end of its log {log_path}:\n"
-                f"{log_tail(log_path)}"
-            )
-        time.sleep(0.25)
+    try:
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if not pid_alive(pid):
+                _reap(pid)
+                raise InfrastructureError(
+                    f"{what} exited during start-up; the end of its log {log_path}:\n"
+                    f"{log_tail(log_path)}"
+                )
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        if stop_on_timeout:  # Ctrl-C: a half-started service is nobody's to keep
+            with interrupts_deferred():
+                stop_pid(pid)
+        raise
     if stop_on_timeout:
         stop_pid(pid)
     raise InfrastructureError(

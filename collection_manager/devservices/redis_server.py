@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from collection_manager.config import InfraConfig
 from collection_manager.config.machine import SETUP_HINT
@@ -19,6 +20,10 @@ from collection_manager.devservices.processes import (
 from collection_manager.devservices.services import Service
 
 logger = logging.getLogger(__name__)
+
+
+def _nothing(_service: Service) -> None:
+    pass
 
 
 def apt_install_redis() -> None:
@@ -43,8 +48,12 @@ def require_redis_server() -> str:
     )
 
 
-def start_redis(config: InfraConfig) -> Service:
-    """Starts Redis, waits until it answers PING, and returns its record."""
+def start_redis(config: InfraConfig, record: Callable[[Service], None] = _nothing) -> Service:
+    """Starts Redis, waits until it answers PING, and returns its record.
+
+    ``record`` gets the record as soon as the process exists, before it answers (see
+    ``start_process``).
+    """
     binary = require_redis_server()
     home = config.state_dir / "redis"
     home.mkdir(parents=True, exist_ok=True)
@@ -65,16 +74,19 @@ def start_redis(config: InfraConfig) -> Service:
         "--daemonize",
         "no",
     ]
-    pid = start_process(cmd, log_path, cwd=home)
     url = f"redis://{LOOPBACK}:{port}/0"
+
+    def service(pid: int) -> Service:
+        # redis-server rewrites its command line to "path host:port": match that.
+        marker = f"{LOOPBACK}:{port}"
+        return Service(name="redis", pid=pid, address=url, log=str(log_path), marker=marker)
+
+    pid = start_process(cmd, log_path, cwd=home, record=lambda pid: record(service(pid)))
     logger.info("started Redis (pid %d) at %s; log %s", pid, url, log_path)
     wait_until_ready(
         "redis-server", pid, log_path, lambda: redis_answers(url), config.startup_timeout_s
     )
-    # redis-server rewrites its command line to "path host:port": match that.
-    return Service(
-        name="redis", pid=pid, address=url, log=str(log_path), marker=f"{LOOPBACK}:{port}"
-    )
+    return service(pid)
 
 
 def redis_answers(url: str, timeout_s: float = 1.0) -> bool:

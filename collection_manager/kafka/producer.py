@@ -83,6 +83,10 @@ class ProducerConfig:
             "batch.size": self.batch_size,
             "queue.buffering.max.messages": self.queue_max_messages,
             "queue.buffering.max.kbytes": self.queue_max_kbytes,
+            # After a broker restart, reconnect within a second (librdkafka waits up to
+            # 10 s): queued heartbeats then reach the log about as soon as the
+            # controller's ticks, which otherwise could pass a lease's TTL first.
+            "reconnect.backoff.max.ms": 1000,
         }
         return {**merged, **self.extra, **ENFORCED}
 

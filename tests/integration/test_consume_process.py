@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
 
         assert_eventually(waiting, timeout=60)
         admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
+        created = time.monotonic()
         producer = KafkaProducer(ProducerConfig(kafka))
         row = ("r1", "e1", 3)
         append = Append(spec.name, "r1", 1, ((row, 1),), produced_at=0)
@@ -64,7 +66,9 @@ def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
             assert consumer.poll() is None, log.read_text()[-3000:]
             assert store.snapshot(spec.name).rows == {row: 1}
 
-        assert_eventually(applied, timeout=120, interval=0.5)
+        assert_eventually(applied, timeout=120, interval=0.1)
+        # For docs/operations.md, "Faults": how long after the topic appeared it applied.
+        print(f"applied {time.monotonic() - created:.1f} s after the topic was created")
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(60) == 0, log.read_text()[-3000:]
     finally:

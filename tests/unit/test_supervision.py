@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from spark_consumers.broker_probe import BrokerProbe
 from spark_consumers.supervision import MAX_DELAY_S, Outage, backoff_s, until_done
 
 # Port 1 on loopback refuses at once: the outage's Redis record is best effort.
@@ -67,3 +68,18 @@ def test_until_done_gives_up_when_stopped() -> None:
     stop = threading.Event()
     stop.set()
     assert until_done(lambda: "never", Outage(NOWHERE), stop, (ConnectionError,)) is None
+
+
+def test_kafka_answering_again_ends_only_an_outage_of_kafka() -> None:
+    outage = Outage(NOWHERE, rng=random.Random(1))
+    probe = BrokerProbe("127.0.0.1:1", outage)  # port 1 refuses: Kafka "is down"
+    outage.failed("ConnectionError: Redis is down")
+    outage.recovered(only_if="Kafka at ")
+    assert outage.ongoing  # Redis's outage goes on
+    outage.recovered()
+    assert not probe.check(timeout_s=0.5)
+    assert outage.ongoing and outage.cause.startswith("Kafka at 127.0.0.1:1 does not answer")
+    outage.recovered(only_if="Redis")
+    assert outage.ongoing
+    outage.recovered(only_if="Kafka at 127.0.0.1:1")
+    assert not outage.ongoing
