@@ -11,8 +11,8 @@
 --   pending (hash: the delete in progress)
 -- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}}, ds,
 --   the rows of a delete step, and now, the consumer's clock in ms), 4 the function's own
---   argument, 5... texts the
---   payload's operations address: rows of appends, queries of deletes (see ops.py)
+--   argument, 5... texts the payload's operations address: rows of appends, queries of
+--   deletes (see ops.py)
 -- Rows are canonical JSON arrays; a row's index keys are derived here from its values.
 --
 -- Top-level locals of a library live as long as the library, so everything a call changes
