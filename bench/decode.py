@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -96,9 +97,13 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Median seconds and updates/s of each decode variant over the same cached bytes."""
+    from pyspark import cloudpickle
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
+    # The workers import the product only, never the working directory (architecture.md,
+    # "Workers import the product"): these functions travel by value, not as "bench.decode".
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with services() as endpoints:
         topic = f"bench-decode-{uuid.uuid4().hex[:8]}"
         _publish(endpoints.kafka_bootstrap, topic, args.requests, args.updates)
