@@ -22,7 +22,8 @@ from redis.retry import Retry
 
 from bench.store_apply import ROW_SCHEMA, UPDATES_PER_REQUEST, requests
 from collection_manager.config import ConsumerConfig, from_env
-from collection_manager.core.requests import Append
+from collection_manager.core.filters import eq
+from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
 
@@ -30,7 +31,7 @@ SPEC_COLUMNS = ("replica_id",)
 # Distinct requests cycled through by the loader: enough that a group's rows are not all
 # fresh hash fields nor all old ones, few enough to build in a second.
 LOAD_REQUESTS = 200
-FILL_APPEND_ROWS = 5_000  # one append per merged group (MAX_GROUP_UPDATES)
+FILL_APPEND_ROWS = 2_000  # one append per merged group (MAX_GROUP_UPDATES)
 FILL_APPENDS_PER_CALL = 20
 CALL_TIMEOUT_S = 600  # bench all's timeout stops a benchmark that hangs
 
@@ -111,3 +112,24 @@ def function_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
         "function_calls": after["calls"] - before["calls"],
         "function_ms": (after["usec"] - before["usec"]) / 1e3,
     }
+
+
+def delete_when_told(
+    url: str, collection: str, replica: str, rows: int, ready: Event, go: Event, out: Connection
+) -> None:
+    """Loads ``rows`` rows of ``replica`` (unmeasured), sets ``ready``, and once ``go`` is
+    set deletes them all with one indexed delete; sends what it did to ``out``.
+
+    A process of its own, as the consumer is for a reader: the loading's garbage and the
+    delete's Python work never pause the probers' threads.
+    """
+    target = store(url)
+    fill_s = fill(target, collection, replica, rows)
+    offset = target.applied_offset(collection, "bench", 0) + 1
+    delete = Delete(collection, eq("replica_id", replica))
+    ready.set()
+    go.wait()
+    start = time.perf_counter()
+    counters = target.apply_requests("bench", 0, [(offset, delete)])[collection]
+    delete_ms = (time.perf_counter() - start) * 1e3
+    out.send({"fill_s": fill_s, "delete_ms": delete_ms, "rows_deleted": counters["retractions"]})

@@ -113,7 +113,7 @@ def _source(append: Append) -> Source:
 # and Redis runs nothing else meanwhile, so its size bounds how long other clients wait.
 # An append that would push a group past either bound starts the next group; a single
 # append larger than them is a group of its own (its size is bounded by the request limit).
-MAX_GROUP_UPDATES = 5_000
+MAX_GROUP_UPDATES = 2_000
 MAX_GROUP_BYTES = 4 << 20
 
 
