@@ -58,10 +58,10 @@ HELD = "held"
 DONE = "done"
 
 # How many candidate rows a delete may look at in one function call; a larger delete is
-# done in steps of this many (docs/design.md §5). A step of 200 takes about 3 ms of Redis
-# on 2 shared cores: below the 5 ms pace of bench/reader_latency.py's probers, which fell
-# further behind with every step of 1,000 (about 20 ms each).
-DELETE_STEP_ROWS = 200
+# done in steps of this many (docs/design.md §5). bench/reader_latency.py, during a delete
+# of 1M rows on 2 shared cores: a separate reader's p99 was 13 ms with steps of 100 (about
+# 1.4 ms of Redis each), 76 ms with 200 and worse with 1,000; the delete took 22 s, 19 s.
+DELETE_STEP_ROWS = 100
 
 
 @dataclasses.dataclass(frozen=True)
