@@ -20,6 +20,7 @@ Run: ``.venv/bin/python -m bench.reader_latency [--rows 1000000] [--phase-s 10]`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -82,60 +83,66 @@ def _idle(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return phase
 
 
+@dataclasses.dataclass
+class _Worker:
+    """A load process: ``signal`` tells it to stop or to go, ``results`` is what it sends."""
+
+    signal: Any
+    results: Any
+
+
+@contextmanager
+def _worker(
+    target: Callable[..., None], args: tuple[Any, ...], ready_s: float
+) -> Iterator[_Worker]:
+    """Runs ``target(*args, ready, signal, send)`` in a process of its own until it is ready.
+
+    Its own process, as the consumer is for a reader: its Python work and garbage never
+    pause the probers' threads.
+    """
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    ready, signal = context.Event(), context.Event()
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(*args, ready, signal, send))
+    process.start()
+    try:
+        if not ready.wait(ready_s):
+            raise RuntimeError(f"the load process did not get ready within {ready_s:.0f} s")
+        yield _Worker(signal, receive)
+        process.join(60)
+    finally:
+        if process.is_alive():
+            process.terminate()
+            process.join()
+
+
 def _applying(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """Probes while another process applies appends back to back."""
-    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-    ready, stop = context.Event(), context.Event()
-    receive, send = context.Pipe(duplex=False)
-    loader = context.Process(
-        target=reader_load.apply_at_full_speed,
-        args=(url, LOAD_COLLECTION, args.group, ready, stop, send),
-    )
-    loader.start()
-    try:
-        if not ready.wait(120):
-            raise RuntimeError("the loader did not get ready within 120 s")
-        phase: dict[str, Any] = {}
+    load = (url, LOAD_COLLECTION, args.group)
+    phase: dict[str, Any] = {}
+    with _worker(reader_load.apply_at_full_speed, load, ready_s=120) as loader:
         client = redis.Redis.from_url(url)
         before = reader_load.function_stats(client)
         with probing(url, args.interval_ms / 1e3, phase):
             time.sleep(args.phase_s)
         phase |= reader_load.function_delta(before, reader_load.function_stats(client))
-        stop.set()
-        phase |= receive.recv()
-        loader.join(60)
-        return phase
-    finally:
-        if loader.is_alive():
-            loader.terminate()
-            loader.join()
+        loader.signal.set()  # stop
+        phase |= loader.results.recv()
+    return phase
 
 
 def _deleting(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """Probes while another process retracts ``--rows`` rows of one replica in one delete."""
-    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-    ready, go = context.Event(), context.Event()
-    receive, send = context.Pipe(duplex=False)
-    deleter = context.Process(
-        target=reader_load.delete_when_told,
-        args=(url, COLLECTION, VICTIM, args.rows, ready, go, send),
-    )
-    deleter.start()
-    try:
-        if not ready.wait(1_800):  # loading the rows is long, and not measured
-            raise RuntimeError("the deleter did not load its rows within 30 minutes")
-        phase: dict[str, Any] = {}
+    load = (url, COLLECTION, VICTIM, args.rows)
+    phase: dict[str, Any] = {}
+    # Loading the rows before is long, and not measured.
+    with _worker(reader_load.delete_when_told, load, ready_s=1_800) as deleter:
         client = redis.Redis.from_url(url)
         before = reader_load.function_stats(client)
         with probing(url, args.interval_ms / 1e3, phase):
-            go.set()
-            phase |= receive.recv()  # when the delete is done
+            deleter.signal.set()  # go
+            phase |= deleter.results.recv()  # when the delete is done
         phase |= reader_load.function_delta(before, reader_load.function_stats(client))
-        deleter.join(60)
-    finally:
-        if deleter.is_alive():
-            deleter.terminate()
-            deleter.join()
     if phase["rows_deleted"] != args.rows:
         raise AssertionError(f"the delete retracted {phase['rows_deleted']}, not {args.rows}")
     return phase
