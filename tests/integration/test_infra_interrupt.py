@@ -163,7 +163,14 @@ def test_ctrl_c_during_infra_down_leaves_no_orphan(tmp_path: Path) -> None:
 def _holds_the_lock(pid: int, state: Path) -> None:
     """``pid`` holds the state directory's lock: it is stopping the services."""
     fds = Path(f"/proc/{pid}/fd")
-    assert any(os.readlink(fd) == str(state / "lock") for fd in fds.iterdir())
+    assert fds.exists(), f"process {pid} ended before it was seen holding the lock"
+    links = []
+    for fd in fds.iterdir():
+        try:
+            links.append(os.readlink(fd))
+        except FileNotFoundError:  # closed between listing and reading it
+            continue
+    assert str(state / "lock") in links
 
 
 def _no_orphans(state: Path) -> None:
