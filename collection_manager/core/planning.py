@@ -109,6 +109,10 @@ def _source(append: Append) -> Source:
     return (append.replica_id, append.epoch, append.valid_until, append.ttl_ms)
 
 
+def _ttl(source: Source) -> int | None:
+    return source[3]
+
+
 # Bounds of one merged group (docs/design.md §4): a group is applied in one script call,
 # and Redis runs nothing else meanwhile, so its size bounds how long other clients wait.
 # An append that would push a group past either bound starts the next group; a single
@@ -141,7 +145,7 @@ class _OpenGroup:
         merged or not; with another source's updates in between, it could differ."""
         if source in self.raw or not self.raw:
             return True
-        return source[3] is None and all(ttl is None for *_, ttl in self.raw)
+        return _ttl(source) is None and all(_ttl(joined) is None for joined in self.raw)
 
     def has_room(self, updates: int, size: int) -> bool:
         fits = self.updates + updates <= MAX_GROUP_UPDATES and self.size + size <= MAX_GROUP_BYTES
@@ -159,7 +163,7 @@ class _OpenGroup:
         parts = tuple(
             SourceUpdates(
                 *source,
-                tuple(consolidate(updates, keep_zero=source[3] is not None)),
+                tuple(consolidate(updates, keep_zero=_ttl(source) is not None)),
                 self.counts[source],
             )
             for source, updates in self.raw.items()

@@ -204,7 +204,7 @@ local function open_collection(keys, args)
   end
 
   -- One update of a row's multiplicity: contents, index sets, TTL entry, change log, and
-  -- the count of retractions that leave a row negative. Returns the new multiplicity.
+  -- the count of retractions that leave a row negative.
   function c.add(time, row, diff)
     local new = redis.call('HINCRBY', contents, row, integer(diff))
     if new == diff then
@@ -227,7 +227,6 @@ local function open_collection(keys, args)
       end
     end
     log_update(time, row, diff)
-    return new
   end
 
   -- Row TTL: a row in the collection now expires at `at` (ms); its one entry is replaced.
