@@ -59,12 +59,13 @@ class RetractionTimer:
                 logger.debug("%s: %d future retractions scheduled", name, kept)
                 self.prepared.add(name)
 
-    def tick(self, expire_rows: bool = True) -> int:
+    def tick(self, ttl_clock_ms: int | None = None) -> int:
         """Applies what is due now; returns how many rows were retracted.
 
-        ``expire_rows``: whether rows whose TTL passed go too. The consumer says no while
-        it is behind or meets an outage: a row's refresh may still wait in Kafka, and no
-        row expires because the pipeline itself was down (docs/design.md §8).
+        ``ttl_clock_ms``: rows whose TTL expiry is at or before it go too (default: now;
+        0: none). The consumer passes when its latest batch that read everything in Kafka
+        began, or 0 while it is behind or meets an outage: a row's refresh may still wait in
+        Kafka, and no row expires because the pipeline itself was down (docs/design.md §8).
         """
         now = self.clock()
         if self.expiration is not None and now >= self.expiration:
@@ -76,6 +77,6 @@ class RetractionTimer:
             self.start()
         self._prepare_new()
         return sum(
-            sum(self.store.retract_due(name, now, expire_rows).get(c, 0) for c in _RETRACTED)
+            sum(self.store.retract_due(name, now, ttl_clock_ms).get(c, 0) for c in _RETRACTED)
             for name in sorted(self.prepared)
         )

@@ -25,10 +25,11 @@ from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
 from spark_consumers.errors import ConsumerError
 from spark_consumers.job import start_consumer
-from spark_consumers.metrics import caught_up, record_progress
+from spark_consumers.metrics import record_progress
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
 from spark_consumers.supervision import Outage, until_done
+from spark_consumers.ttl_clock import ttl_clock_ms
 
 # What the consumer waits out instead of ending: services that do not answer or fail a call,
 # a topic that is missing (deleted, to be created again), and a streaming query that stopped
@@ -80,12 +81,13 @@ def watch(
     redis_url: str = "",
     timer: RetractionTimer | None = None,
     on_progress: Callable[[], None] | None = None,
-    healthy: Callable[[], bool] = lambda: True,
+    outage: Outage | None = None,
+    trigger_interval_ms: int = 0,
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
-    Meanwhile it ticks ``timer`` about every 0.5 s; rows whose TTL passed expire only
-    while the query is caught up and ``healthy`` (no outage going on).
+    Meanwhile it ticks ``timer`` about every 0.5 s, with the TTL clock of the query's
+    progress and status and of ``outage`` (``spark_consumers/ttl_clock.py``).
 
     Stopping interrupts the running micro-batch between two atomic store calls: what was
     applied is recorded in the watermarks, and the restarted query replays the rest.
@@ -102,7 +104,9 @@ def watch(
             query.awaitTermination(0.5)
             progress = _as_dict(query.lastProgress)
             if timer is not None:
-                timer.tick(expire_rows=caught_up(progress) and healthy())
+                ended = None if outage is None else outage.ended_ms()
+                status, now_ms = dict(query.status), int(time.time() * 1000)
+                timer.tick(ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended))
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
                 record_progress(redis_url, progress)
@@ -194,7 +198,7 @@ def run_consumer(
                 )
                 watch(
                     query, stop, None, endpoints.redis_url, timer, outage.recovered,
-                    healthy=lambda: not outage.ongoing,
+                    outage, config.trigger_interval_ms,
                 )  # fmt: skip
             except TRANSIENT_FAULTS as exc:
                 stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))

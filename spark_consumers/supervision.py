@@ -56,6 +56,7 @@ class Outage:
         self._rng = rng or random.Random()
         self.retries = 0
         self.since: float | None = None
+        self.ended_at: float | None = None  # when the latest outage ended
         self.cause = ""
         # The query's supervision and the broker probe (broker_probe.py) both report.
         self._lock = threading.Lock()
@@ -64,6 +65,13 @@ class Outage:
     def ongoing(self) -> bool:
         """Whether the last attempt failed."""
         return self.since is not None
+
+    def ended_ms(self) -> int | None:
+        """When the latest outage ended (now while one goes on); None if there was none."""
+        with self._lock:
+            if self.since is not None:
+                return int(self._clock() * 1000)
+            return None if self.ended_at is None else int(self.ended_at * 1000)
 
     def failed(self, cause: str) -> float:
         """Records a failure; returns how long to wait before the next attempt."""
@@ -90,6 +98,7 @@ class Outage:
                 lasted = self._clock() - self.since
                 logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
                 self.since, self.retries, self.cause = None, 0, ""
+                self.ended_at = self._clock()
                 self._record("running")
 
     def _record(self, state: str) -> None:

@@ -9,7 +9,6 @@ committed micro-batch says exactly up to which offset every partition is applied
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from collection_manager.demo.frames import ConsumerView
 from collection_manager.storage.keys import CONSUMER
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
+from spark_consumers.ttl_clock import trigger_start_ms
 
 Offsets = dict[int, int]
 
@@ -71,10 +71,7 @@ def rows_per_replica(rows: Mapping[Row, int], position: int = 0) -> Counter[str]
 
 def recorded_after(progress: Mapping[str, Any], wall_s: float) -> bool:
     """Whether a recorded query progress is of a trigger that started after ``wall_s``."""
-    stamp = progress.get("timestamp")
-    if not isinstance(stamp, str):
-        return False
-    return datetime.datetime.fromisoformat(stamp).timestamp() > wall_s
+    return trigger_start_ms(progress) > wall_s * 1000
 
 
 class Observer:

@@ -292,15 +292,19 @@ class RedisStore(StoreReads):
                 f"writing to {spec.name} failed: {exc}", collection=spec.name
             ) from exc
 
-    def retract_due(self, collection: str, now_ms: int, expire_rows: bool = True) -> dict[str, int]:
-        """Retracts, at one new time, the rows whose TTL expired at ``now_ms`` (unless not
-        ``expire_rows``) and those whose ``valid_until`` is ``<= now_ms``.
+    def retract_due(
+        self, collection: str, now_ms: int, ttl_clock_ms: int | None = None
+    ) -> dict[str, int]:
+        """Retracts, at one new time, the rows whose TTL expiry is ``<= ttl_clock_ms``
+        (default ``now_ms``; 0 expires none) and those whose ``valid_until`` is ``<= now_ms``.
 
+        The consumer passes its own TTL clock: when the latest batch that read everything
+        in Kafka began (docs/design.md §8), so that a refresh still waiting there counts.
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
         spec = self.spec(collection)
-        ttl_clock = function_call([], spec, now_ms=now_ms if expire_rows else 0)
-        return dict(self._run(DUE, spec, ttl_clock, now_ms))
+        ttl_clock = now_ms if ttl_clock_ms is None else ttl_clock_ms
+        return dict(self._run(DUE, spec, function_call([], spec, now_ms=ttl_clock), now_ms))
 
     def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
         """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.

@@ -203,11 +203,12 @@ class CollectionModel:
             ):
                 self.counters.fused_appends += p.requests
 
-    def retract_due(self, now_ms: int, expire_rows: bool = True) -> None:
-        """Retracts, at one new time, every row whose TTL expired at ``now_ms`` (whole, and
-        its pending ``valid_until`` retractions with it; unless not ``expire_rows``), then
-        every retraction whose ``valid_until`` is ``<= now_ms``."""
-        expired = [row for row, at in self.expiries.items() if expire_rows and at <= now_ms]
+    def retract_due(self, now_ms: int, ttl_clock_ms: int | None = None) -> None:
+        """Retracts, at one new time, every row whose TTL expiry is ``<= ttl_clock_ms``
+        (default ``now_ms``; whole, and its pending ``valid_until`` retractions with it),
+        then every retraction whose ``valid_until`` is ``<= now_ms``."""
+        ttl_clock = now_ms if ttl_clock_ms is None else ttl_clock_ms
+        expired = [row for row, at in self.expiries.items() if at <= ttl_clock]
         self.validity.drop(expired)
         due = self.validity.due(now_ms)
         if not due and not expired:
@@ -311,10 +312,10 @@ class ModelStore:
         else:
             self.membership.heartbeat(request.replica_id, request.epoch, request.sent_at)
 
-    def retract_due(self, now_ms: int, expire_rows: bool = True) -> None:
+    def retract_due(self, now_ms: int, ttl_clock_ms: int | None = None) -> None:
         """Applies the retractions due at ``now_ms`` in every collection."""
         for collection in self.collections.values():
-            collection.retract_due(now_ms, expire_rows)
+            collection.retract_due(now_ms, ttl_clock_ms)
 
     def totals(self) -> ModelCounters:
         """The counters summed over all collections."""

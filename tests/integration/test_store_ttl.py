@@ -40,10 +40,12 @@ requests = st.builds(
     st.sampled_from((None, None, EPOCH + 20)),
 )
 # A list of requests is one group applied at the current clock; a pair moves the clock on
-# and applies what is due, with or without expiring rows (a consumer that is behind).
-Tick = tuple[int, bool]
+# and applies what is due, with the TTL clock that far behind it (a consumer whose latest
+# batch that read everything began earlier), or expiring no rows (None: one that is behind).
+Tick = tuple[int, int | None]
+ttl_lags = st.sampled_from((0, 0, 5, 20)) | st.none()
 events = st.lists(
-    st.lists(requests, min_size=1, max_size=6) | st.tuples(st.integers(1, 15), st.booleans()),
+    st.lists(requests, min_size=1, max_size=6) | st.tuples(st.integers(1, 15), ttl_lags),
     min_size=4,
     max_size=25,
 )
@@ -66,11 +68,12 @@ def test_row_ttls_match_the_model(
     try:
         for event in events:
             if isinstance(event, tuple):
-                step, expire_rows = event
+                step, lag = event
                 now += step
+                ttl_clock = 0 if lag is None else now - lag
                 for spec in specs:
-                    store.retract_due(spec.name, now, expire_rows)
-                model.retract_due(now, expire_rows)
+                    store.retract_due(spec.name, now, ttl_clock)
+                model.retract_due(now, ttl_clock)
             else:
                 group = [(offset + i, _renamed(r, names)) for i, r in enumerate(event)]
                 offset += len(group)
@@ -107,7 +110,9 @@ def test_a_re_append_refreshes_and_reads_show_the_expiry(redis: redis_lib.Redis)
             row: EPOCH + 160,
             other: EPOCH + 100,
         }
-        store.retract_due(spec.name, EPOCH + 100, expire_rows=False)  # a consumer behind
+        store.retract_due(spec.name, EPOCH + 100, ttl_clock_ms=0)  # a consumer behind
+        assert store.ttl_summary(spec.name) == (2, EPOCH + 100)
+        store.retract_due(spec.name, EPOCH + 120, ttl_clock_ms=EPOCH + 99)  # its batch began
         assert store.ttl_summary(spec.name) == (2, EPOCH + 100)
         store.retract_due(spec.name, EPOCH + 100)
         assert store.snapshot(spec.name).rows == {row: 1}
