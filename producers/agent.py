@@ -23,8 +23,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from collection_manager.config import ReplicaConfig
+from collection_manager.config.errors import ConfigError
 from collection_manager.core.errors import CollectionManagerError
-from collection_manager.core.requests import Heartbeat
+from collection_manager.core.requests import MAX_TTL_MS, Heartbeat
 from collection_manager.core.shutdown import Cancelled, ShutdownToken
 from collection_manager.kafka.producer import (
     DeliveryStats,
@@ -34,11 +35,15 @@ from collection_manager.kafka.producer import (
 )
 from producers.batching import PublishedState
 from producers.resources import REPLICA_METRICS, ResourceSource
-from producers.simulated import COLUMNS, Row, SimulatedReplica
-from producers.subscribe import Publishing, Source, Subscribe
+from producers.simulated import COLUMNS, ERROR_COUNTS, HYDRATION_STATUS, Row, SimulatedReplica
+from producers.subscribe import MIN_TTL_STEPS, Publishing, Source, Subscribe
 from schemas.codec import encode_request
 
 logger = logging.getLogger(__name__)
+
+TTL_COLLECTIONS = frozenset({ERROR_COUNTS, HYDRATION_STATUS})
+"""The collections whose rows carry the agent's ``row_ttl_ms``: a status that goes stale
+when the replica stops reporting it (not sizes and frontiers, which the lease covers)."""
 
 StillMember = Callable[[str, int], bool]
 """Asks the controller whether ``(replica_id, epoch)`` is the active incarnation."""
@@ -63,6 +68,8 @@ class AgentConfig:
         max_steps: stop publishing changes after this many steps (heartbeats go on).
         heartbeat_interval_ms: time between two heartbeats.
         batch_rows: at most this many updates per ``Append``.
+        row_ttl_ms: TTL of the rows of ``TTL_COLLECTIONS``; 0 for none. Each step refreshes
+            them, so they expire only once the agent is silent (docs/design.md §8).
         collection_suffix: appended to each collection name (tests use their own copies).
         producer_extra: further librdkafka options of every producer of the agent.
     """
@@ -76,11 +83,18 @@ class AgentConfig:
     max_steps: int | None = None
     heartbeat_interval_ms: int = 1_000
     batch_rows: int = 1_000
+    row_ttl_ms: int = 0
     collection_suffix: str = ""
     producer_extra: Mapping[str, OptionValue] = dataclasses.field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "producer_extra", MappingProxyType(dict(self.producer_extra)))
+        shortest = MIN_TTL_STEPS * self.step_interval_ms
+        if self.row_ttl_ms and not shortest <= self.row_ttl_ms <= MAX_TTL_MS:
+            raise ConfigError(
+                f"row_ttl_ms={self.row_ttl_ms}: must be 0 (no TTL) or between {shortest} "
+                f"({MIN_TTL_STEPS} step intervals) and {MAX_TTL_MS} ms"
+            )
 
     @classmethod
     def of(
@@ -91,6 +105,7 @@ class AgentConfig:
             "step_interval_ms": replica.step_interval_ms,
             "heartbeat_interval_ms": replica.heartbeat_interval_ms,
             "batch_rows": replica.publish_batch_rows,
+            "row_ttl_ms": replica.row_ttl_ms,
             "collection_suffix": replica.collection_suffix,
         }
         return cls(bootstrap, topic, **{**settings, **overrides})  # type: ignore[arg-type]
@@ -187,9 +202,10 @@ class ReplicaAgent:
         )
         for name, source in self._sources.items():
             collection = self._published_name(name)
+            ttl_ms = self.config.row_ttl_ms if name in TTL_COLLECTIONS else 0
             subscribe = Subscribe(
                 collection, source, name, publishing, self._producer(name),
-                self.token.child(collection), self._published, self.stop,
+                self.token.child(collection), self._published, self.stop, ttl_ms or None,
             )  # fmt: skip
             self._subscribes.append(subscribe)
         self._heartbeat_thread.start()
@@ -229,8 +245,9 @@ class ReplicaAgent:
 
     @property
     def settled(self) -> bool:
-        """Whether every subscribe finished its ``max_steps`` and the broker has it all."""
-        return bool(self._subscribes) and not any(s.alive for s in self._subscribes)
+        """Whether every subscribe finished its ``max_steps`` and the broker has it all
+        (those with a TTL go on refreshing)."""
+        return bool(self._subscribes) and all(s.settled for s in self._subscribes)
 
     def state(self) -> dict[str, Counter[Row]]:
         """What the agent published and the broker acknowledged, per collection.

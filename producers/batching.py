@@ -27,8 +27,10 @@ def append_batches(
     updates: Iterable[Update],
     batch_rows: int,
     produced_at: int,
+    ttl_ms: int | None = None,
 ) -> Iterator[Append]:
-    """The updates as ``Append`` requests of at most ``batch_rows`` updates each, in order.
+    """The updates as ``Append`` requests of at most ``batch_rows`` updates each, in order,
+    each with ``ttl_ms``.
 
     Generated lazily, so a cancelled subscribe stops between two batches without having
     built the rest of a large snapshot. Rows must already carry ``replica_id``.
@@ -42,10 +44,10 @@ def append_batches(
     for update in updates:
         batch.append(update)
         if len(batch) == batch_rows:
-            yield Append(collection, replica_id, epoch, tuple(batch), produced_at)
+            yield Append(collection, replica_id, epoch, tuple(batch), produced_at, ttl_ms=ttl_ms)
             batch = []
     if batch:
-        yield Append(collection, replica_id, epoch, tuple(batch), produced_at)
+        yield Append(collection, replica_id, epoch, tuple(batch), produced_at, ttl_ms=ttl_ms)
 
 
 class PublishedState:

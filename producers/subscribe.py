@@ -5,6 +5,13 @@ The subscribe publishes its source's snapshot, then its changes at a fixed inter
 (:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
 in the middle of a snapshot, and purges what its producer still queues (docs/design.md §6): that
 is why each subscribe owns its producer, since a purge empties the whole producer.
+
+With a TTL (docs/design.md §8), every request carries it, and every step also names each
+current row with a zero diff: a refresh, so the rows expire only once the agent is
+silent. They go on after ``max_steps``, until cancelled. A subscribe that itself was silent
+for half its TTL (the process was stopped or starved) stops the agent: its rows may have
+expired meanwhile, and its next changes would retract rows that are gone. Its lease then
+expires and the controller removes it; a new incarnation starts from a snapshot.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -19,12 +28,16 @@ from collection_manager.core.requests import Append
 from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
 from collection_manager.kafka.producer import KafkaProducer
 from producers.batching import PublishedState, append_batches, with_replica
-from producers.simulated import Update
+from producers.simulated import Row, Update, apply_updates
 from schemas.codec import encode_request
 
 logger = logging.getLogger(__name__)
 
 _DRAIN_S = 1.0
+
+MIN_TTL_STEPS = 4
+"""A TTL spans this many step intervals at least: a subscribe stops the agent when silent
+for half its TTL, and a step that is merely late must not do that."""
 
 
 class Source(Protocol):
@@ -74,6 +87,8 @@ class Subscribe:
         token: this subscribe's token (a child of the agent's).
         published: where acknowledged requests are recorded.
         on_failure: called with a reason when the source or producer fails.
+        ttl_ms: the TTL every request carries, or None.
+        monotonic: seconds, for the silence check (tests pass a scripted one).
     """
 
     def __init__(
@@ -86,6 +101,8 @@ class Subscribe:
         token: ShutdownToken,
         published: PublishedState,
         on_failure: Callable[[str], None],
+        ttl_ms: int | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.collection = collection
         self.token = token
@@ -95,6 +112,11 @@ class Subscribe:
         self._publishing = publishing
         self._published = published
         self._on_failure = on_failure
+        self._ttl_ms = ttl_ms
+        self._monotonic = monotonic
+        self._idle_since: float | None = None  # when it last handed work to the producer
+        self._rows: Counter[Row] = Counter()  # what it published, for refreshes
+        self._settled = threading.Event()
         self.steps = 0
         self._thread = threading.Thread(target=self._run, name=f"subscribe-{collection}")
 
@@ -117,15 +139,24 @@ class Subscribe:
         """Whether the thread still runs."""
         return self._thread.is_alive()
 
+    @property
+    def settled(self) -> bool:
+        """Whether it published its ``max_steps`` and the broker acknowledged them all."""
+        return self._settled.is_set()
+
     def _run(self) -> None:
         try:
             self._publish(self._source.snapshot())
             interval_s = self._publishing.step_interval_ms / 1000
-            while not self.token.wait(interval_s) and not self._done():
+            while not self._done() and not self.token.wait(interval_s):
                 self._publish(self._source.step())
                 self.steps += 1
             if not self.token.cancelled:
                 self.producer.flush()  # every step is out: the state is final
+                self._settled.set()
+                self._idle_since = self._monotonic()
+            while self._ttl_ms is not None and not self.token.wait(interval_s):
+                self._publish({})  # refreshes only: the rows stay while the agent lives
         except Cancelled:
             logger.info("subscribe %s stopped: %s", self.collection, self.token.reason)
         except Exception as exc:  # a failed source must stop the agent, not hide
@@ -144,7 +175,10 @@ class Subscribe:
 
     def _publish(self, updates: Mapping[str, Sequence[Update]]) -> None:
         settings = self._publishing
-        tagged = with_replica(settings.replica_id, updates.get(self._source_collection, ()))
+        tagged = list(with_replica(settings.replica_id, updates.get(self._source_collection, ())))
+        if self._ttl_ms is not None:
+            self._check_silence()
+            tagged = self._with_refreshes(tagged)
         batches = append_batches(
             self.collection,
             settings.replica_id,
@@ -152,12 +186,37 @@ class Subscribe:
             tagged,
             settings.batch_rows,
             settings.clock(),
+            self._ttl_ms,
         )
         key = self.collection.encode()
         for append in guard(batches, self.token):
             self.producer.produce(
                 settings.topic, key, encode_request(append), on_delivery=self._recorder(append)
             )
+        if self._ttl_ms is not None:
+            self._idle_since = self._monotonic()
+
+    def _check_silence(self) -> None:
+        """Stops the agent when the time since it last handed work to the producer is over
+        half the TTL. Time blocked in the producer (a broker outage) does not count: the
+        producer holds the refreshes, and the consumer expires nothing meanwhile."""
+        assert self._ttl_ms is not None
+        now, last = self._monotonic(), self._idle_since
+        if last is not None and (now - last) * 1000 > self._ttl_ms / 2:
+            reason = (
+                f"subscribe {self.collection} was silent for {now - last:.1f} s, over half its "
+                f"rows' TTL of {self._ttl_ms / 1000:g} s: they may have expired, so this "
+                "incarnation stops (its lease ends it; a new one starts from a snapshot)"
+            )
+            logger.warning(reason)
+            self._on_failure(reason)
+            raise Cancelled(reason)
+
+    def _with_refreshes(self, changes: list[Update]) -> list[Update]:
+        """``changes``, then a zero diff of every other current row: each row is named."""
+        named = {row for row, _ in changes}
+        apply_updates(self._rows, changes)
+        return changes + [(row, 0) for row in self._rows if row not in named]
 
     def _recorder(self, append: Append) -> Callable[[object, object], None]:
         def delivered(err: object, _msg: object) -> None:

@@ -209,6 +209,12 @@ class ReplicaConfig:
         500, "How often the controller checks the leases and ticks every partition."
     )
     step_interval_ms: int = setting(1_000, "How often an agent's subscribes publish changes.")
+    row_ttl_ms: int = setting(
+        6_000,
+        "TTL of the rows agents publish to error_counts and hydration_status, refreshed at "
+        "every step: the rows of a replica silent this long expire one by one, before its "
+        "lease. 0: no TTL; else at least 4 step intervals.",
+    )
     publish_batch_rows: int = setting(1_000, "At most this many updates per Append request.")
     collection_suffix: str = setting(
         "", "Appended to the introspection collections' names (tests use their own copies)."

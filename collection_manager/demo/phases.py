@@ -27,6 +27,7 @@ from collection_manager.demo.frames import (
     ReplicaView,
 )
 from collection_manager.demo.observe import Observer, caught_up, recorded_after
+from producers.agent import TTL_COLLECTIONS
 
 TICK_S = 0.5
 # The fate column before and after the plan's action (survivors have none).
@@ -234,6 +235,11 @@ class DemoRun:
             status = last.statuses.get(killed)
             if status is not None and status.state == REMOVED:
                 self._note("lease", f"controller: {killed}'s lease expired, removed {after}")
+            expiring = [c for c in last.rows if c in TTL_COLLECTIONS]
+            if last.rows_of(killed) and not any(last.rows[c][killed] for c in expiring):
+                names = " and ".join(sorted(expiring))
+                text = f"{killed}: its {names} rows expired one by one (TTL), {after}"
+                self._note("killed ttl rows", text)
             if not last.rows_of(killed):
                 self._note("killed rows", f"{killed}: 0 rows in Redis, {after}")
         for replica in plan.survivors:

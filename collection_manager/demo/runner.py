@@ -67,6 +67,8 @@ class DemoOptions:
             renewed only once the consumer applied a heartbeat, so it must outlast the
             slowest micro-batch on a busy machine (seconds), yet let the killed replica go
             well within the demo.
+        row_ttl_ms: TTL of the agents' error and hydration rows (``CM_ROW_TTL_MS``):
+            shorter than the lease, so the killed replica's rows go first one by one.
     """
 
     duration_s: float = 30.0
@@ -76,6 +78,7 @@ class DemoOptions:
     step_interval_ms: int = 500
     heartbeat_interval_ms: int = 500
     lease_ttl_ms: int = 8_000
+    row_ttl_ms: int = 3_000
 
     def replica_config(self) -> ReplicaConfig:
         """The ``CM_*`` replica settings with the demo's short intervals and lease."""
@@ -85,6 +88,7 @@ class DemoOptions:
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             lease_check_interval_ms=min(250, self.lease_ttl_ms // 4),
             step_interval_ms=self.step_interval_ms,
+            row_ttl_ms=self.row_ttl_ms,
         )
 
 

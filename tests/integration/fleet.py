@@ -22,7 +22,7 @@ from collection_manager.core.filters import eq
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
-from producers.agent import AgentConfig, ReplicaAgent
+from producers.agent import TTL_COLLECTIONS, AgentConfig, ReplicaAgent
 from schemas.introspection import introspection_specs
 
 # Leases far shorter than the outages the tests inject, so an outage that expired anybody
@@ -108,6 +108,11 @@ class Fleet:
         for agent in self.agents:
             lease = self.controller.lease(agent.replica_id)
             assert lease is not None and lease.renewed_at > before[agent.replica_id].renewed_at
+
+    def refreshed(self) -> set[str]:
+        """The fleet's collections whose rows the agents keep refreshing (a TTL)."""
+        suffix = self.controller.config.collection_suffix
+        return {s.name for s in self.specs if s.name.removesuffix(suffix) in TTL_COLLECTIONS}
 
     def assert_redis_holds_what_the_agents_report(self, store: RedisStore) -> None:
         """Once every agent published its last step: Redis holds exactly each one's rows."""

@@ -115,7 +115,9 @@ def _run_through(
             interval=1,  # type: ignore[union-attr]
         )
         every = specs + fleet.specs
-        assert_caught_up_with_the_model(kafka, topic, every, store, consumer, log.read_text)
+        assert_caught_up_with_the_model(
+            kafka, topic, every, store, consumer, log.read_text, fleet.refreshed()
+        )
         # Heartbeats flow and renew again, and nobody was removed meanwhile: a lease left
         # expired by the outage would have been acted on within a few checks.
         assert_eventually(lambda: fleet.assert_renewed_since(before), 60)  # type: ignore[union-attr]

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
+from collection_manager.config.errors import ConfigError
 from collection_manager.core.errors import CollectionManagerError
-from collection_manager.core.requests import Append, Heartbeat, Request
+from collection_manager.core.requests import MAX_TTL_MS, Append, Heartbeat, Request
 from collection_manager.core.shutdown import ShutdownToken
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from producers.agent import AgentConfig, ReplicaAgent
@@ -245,3 +246,70 @@ def test_an_agent_starts_once_and_only_with_an_epoch() -> None:
 
 def _assert(condition: bool) -> None:
     assert condition
+
+
+class _Changing:
+    """A source of one collection: rows 0 and 1, then each step replaces row ``step``."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def snapshot(self) -> Mapping[str, Sequence[Update]]:
+        return {"c": [((0,), 1), ((1,), 1)]}
+
+    def step(self) -> Mapping[str, Sequence[Update]]:
+        self.steps += 1
+        return {"c": [((self.steps - 1,), -1), ((self.steps + 1,), 1)]} if self.steps < 3 else {}
+
+
+def _ttl_subscribe(
+    broker: Broker, failures: list[str], monotonic: Callable[[], float], max_steps: int = 2
+) -> Subscribe:
+    return Subscribe(
+        "c", _Changing(), "c", _publishing(max_steps), broker.producer(ProducerConfig("fake")),
+        ShutdownToken("sub"), PublishedState(), failures.append, ttl_ms=4_000, monotonic=monotonic,
+    )  # fmt: skip
+
+
+def test_a_subscribe_with_a_ttl_names_every_current_row_at_every_step_and_after() -> None:
+    broker, failures = Broker(), list[str]()
+    subscribe = _ttl_subscribe(broker, failures, lambda: 0.0)  # never idle for long
+    subscribe.start()
+    try:
+        # Steps go on after max_steps (refreshes only), until cancelled.
+        assert_eventually(lambda: _assert(len(broker.requests()) >= 5), timeout=10)
+        assert subscribe.settled and subscribe.alive
+    finally:
+        subscribe.cancel("test over")
+        subscribe.join(10)
+    appends = [r for r in broker.requests() if isinstance(r, Append)]
+    assert {a.ttl_ms for a in appends} == {4_000}
+    assert [set(a.updates) for a in appends[:4]] == [
+        {(("r1", 0), 1), (("r1", 1), 1)},
+        {(("r1", 0), -1), (("r1", 2), 1), (("r1", 1), 0)},  # a change, then a refresh
+        {(("r1", 1), -1), (("r1", 3), 1), (("r1", 2), 0)},
+        {(("r1", 2), 0), (("r1", 3), 0)},  # settled: refreshes only
+    ]
+    assert failures == []
+
+
+def test_a_subscribe_silent_for_half_its_ttl_stops_the_agent() -> None:
+    broker, failures = Broker(), list[str]()
+    # Each publish reads the clock as it begins and ends: 1 s idle, then 3 s (over 2 s).
+    ticks = iter([0.0, 0.0, 1.0, 1.0, 4.0])
+    subscribe = _ttl_subscribe(broker, failures, lambda: next(ticks), max_steps=5)
+    subscribe.start()
+    subscribe.join(10)
+    assert not subscribe.alive
+    assert len(failures) == 1
+    assert "silent for 3.0 s, over half its rows' TTL of 4 s" in failures[0]
+    assert len([r for r in broker.requests() if isinstance(r, Append)]) == 2
+
+
+@pytest.mark.parametrize("ttl_ms", [-1, 1, 3_999, MAX_TTL_MS + 1])
+def test_an_agent_refuses_a_row_ttl_outside_its_bounds(ttl_ms: int) -> None:
+    with pytest.raises(
+        ConfigError, match=rf"row_ttl_ms={ttl_ms}: must be 0 \(no TTL\) or between 4000"
+    ):
+        AgentConfig("fake", step_interval_ms=1_000, row_ttl_ms=ttl_ms)
+    assert AgentConfig("fake", step_interval_ms=1_000, row_ttl_ms=4_000).row_ttl_ms == 4_000
