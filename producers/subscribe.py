@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from collection_manager.core.requests import Append
@@ -175,10 +175,12 @@ class Subscribe:
 
     def _publish(self, updates: Mapping[str, Sequence[Update]]) -> None:
         settings = self._publishing
-        tagged = list(with_replica(settings.replica_id, updates.get(self._source_collection, ())))
-        if self._ttl_ms is not None:
+        tagged: Iterable[Update] = with_replica(
+            settings.replica_id, updates.get(self._source_collection, ())
+        )
+        if self._ttl_ms is not None:  # small collections: listed, to add the refreshes
             self._check_silence()
-            tagged = self._with_refreshes(tagged)
+            tagged = self._with_refreshes(list(tagged))
         batches = append_batches(
             self.collection,
             settings.replica_id,
