@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
 from collection_manager.config.machine import require_jars, require_java
 from collection_manager.core.errors import InfrastructureError
+from spark_consumers.executor_env import ALIAS, EXECUTOR_PYTHON, executor_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -89,17 +91,23 @@ def build_spark_session(
     require_java()
     _check_pyspark_version()
     jars = ",".join(str(jar) for jar in connector_jars(infra, extra_packages))
-    # Python workers must run the interpreter that has this project installed.
+    builder = SparkSession.builder.master(spark.spark_master)
+    local = spark.spark_master.startswith("local")
+    if not local and spark.spark_ship_environment:
+        # Executors run the packed environment's interpreter, wherever they are.
+        archive = executor_archive(infra.cache_dir)
+        builder = builder.config("spark.archives", f"{archive}#{ALIAS}")
+        os.environ["PYSPARK_PYTHON"] = EXECUTOR_PYTHON
+    # Local Python workers must run the interpreter that has this project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # PySpark starts its workers with ``python -m pyspark.daemon``, which puts the working
     # directory first on sys.path: a ``schemas/`` folder there would shadow the product's.
     # PYTHONSAFEPATH (Python >= 3.11) leaves it out. The local JVM, and so its workers,
     # inherits os.environ; executors of a cluster get it through spark.executorEnv.
     os.environ[SAFE_PATH] = "1"
-    builder = SparkSession.builder.master(spark.spark_master)
-    if spark.spark_master.startswith("local"):
-        # A local Spark binds to the host's first interface unless told otherwise; keep
-        # all of its traffic (driver, block manager, Python workers) on loopback.
+    if local or _on_loopback(spark.spark_master):
+        # Spark binds to the host's first interface unless told otherwise; keep all of
+        # its traffic (driver, block manager, Python workers) on loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
@@ -125,6 +133,12 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .getOrCreate()
     )
     return session
+
+
+def _on_loopback(master: str) -> bool:
+    """Whether a cluster's master URL names this machine's loopback (a local cluster)."""
+    host = urllib.parse.urlsplit(master).hostname or ""
+    return host == "localhost" or host.startswith("127.")
 
 
 @contextlib.contextmanager

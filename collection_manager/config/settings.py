@@ -123,6 +123,12 @@ class SparkConfig:
         "local[*]", "Spark master: local[*], spark://host:7077, k8s://... (unchanged job)."
     )
     spark_driver_memory: str = setting("1g", "Memory of the Spark driver.")
+    spark_ship_environment: bool = setting(
+        True,
+        "On a cluster, pack this project and its dependencies into an archive that Spark "
+        "ships to every executor (spark.archives), whose Python workers run it. Turn it off "
+        "when the executors' image already has them (and set PYSPARK_PYTHON).",
+    )
     spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
     spark_java_options: str = setting(
         "-XX:TieredStopAtLevel=1 -Xss16m",

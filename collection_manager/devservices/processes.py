@@ -10,7 +10,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from collection_manager.core.errors import InfrastructureError
@@ -106,8 +106,11 @@ def start_process(
     log_path: Path,
     cwd: Path | None = None,
     record: Callable[[int], None] = lambda _pid: None,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Starts ``cmd`` in its own session with output to ``log_path``; returns its pid.
+
+    ``env``: its whole environment (default: this process's).
 
     Its own session keeps a Ctrl-C in the terminal from killing the service mid-write;
     it is stopped explicitly by pid instead. So ``record`` gets the pid before a Ctrl-C
@@ -121,6 +124,7 @@ def start_process(
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=None if env is None else dict(env),
             start_new_session=True,
         )
         record(proc.pid)
