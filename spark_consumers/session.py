@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import sys
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -112,6 +113,15 @@ def build_spark_session(
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
+        # On this machine, scratch files go to the state directory, not /tmp (a cluster's
+        # operators choose its local dirs; standalone Workers pass their own to executors).
+        scratch = _scratch_dir(infra.state_dir / "spark-scratch")
+        java_options = f"{spark.spark_java_options} -Djava.io.tmpdir={scratch}"
+        builder = builder.config("spark.local.dir", str(scratch)).config(
+            "spark.driver.extraJavaOptions", java_options
+        )
+    else:
+        builder = builder.config("spark.driver.extraJavaOptions", spark.spark_java_options)
     with _jvm_working_dir(infra.state_dir / "spark-driver"):
         session = _create(builder, spark, app_name, jars)
     session.sparkContext.setLogLevel(spark.spark_log_level)
@@ -123,7 +133,6 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
-        .config("spark.driver.extraJavaOptions", spark.spark_java_options)
         .config("spark.executor.extraJavaOptions", spark.spark_java_options)
         .config(f"spark.executorEnv.{SAFE_PATH}", "1")
         .config("spark.ui.enabled", "false")
@@ -133,6 +142,30 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .getOrCreate()
     )
     return session
+
+
+def _scratch_dir(parent: Path) -> Path:
+    """This process's folder for Spark's scratch files (block manager, shuffle, native
+    libraries), which Spark and the JVM otherwise leave in /tmp when killed. Folders of
+    processes that no longer run are removed first, so kills leave nothing behind for long.
+    """
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.iterdir():
+        if stale.name.isdigit() and not _alive(int(stale.name)):
+            shutil.rmtree(stale, ignore_errors=True)
+    mine = parent / str(os.getpid())
+    mine.mkdir(exist_ok=True)
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _on_loopback(master: str) -> bool:

@@ -48,6 +48,9 @@ def bare_env(work_dir: Path) -> dict[str, str]:
         "SPARK_HOME": str(spark_home()),
         "SPARK_LOCAL_IP": LOOPBACK,
         "SPARK_LOG_DIR": str(work_dir),
+        # Scratch of the daemons and of the executors a Worker starts: not /tmp.
+        "SPARK_LOCAL_DIRS": str(work_dir / "local"),
+        "SPARK_DAEMON_JAVA_OPTS": f"-Djava.io.tmpdir={work_dir}",
     }
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
