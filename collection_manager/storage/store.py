@@ -21,7 +21,7 @@ from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.drop import CollectionDrop
-from collection_manager.storage.errors import StorageError
+from collection_manager.storage.errors import STRADDLES, StorageError, WatermarkMovedError
 from collection_manager.storage.keys import (
     CATALOG,
     CollectionKeys,
@@ -288,9 +288,8 @@ class RedisStore(StoreReads):
         try:
             return call(self._client, function, keys.function_keys(), args)
         except redis.ResponseError as exc:
-            raise StorageError(
-                f"writing to {spec.name} failed: {exc}", collection=spec.name
-            ) from exc
+            error = WatermarkMovedError if STRADDLES in str(exc) else StorageError
+            raise error(f"writing to {spec.name} failed: {exc}", collection=spec.name) from exc
 
     def retract_due(
         self, collection: str, now_ms: int, ttl_clock_ms: int | None = None
@@ -356,10 +355,21 @@ class RedisStore(StoreReads):
                     raise
         applied = {name: self.applied_offset(name, topic, partition) for name in specs}
         planned = plan_ops(requests, specs, applied)
-        return {
-            name: self.apply(name, topic, partition, ops, requests, now_ms)
-            for name, ops in planned.items()
-        }
+        done: dict[str, dict[str, int]] = {}
+        for name, ops in planned.items():
+            while True:
+                try:
+                    done[name] = _add(
+                        done.get(name, {}),
+                        self.apply(name, topic, partition, ops, requests, now_ms),
+                    )
+                    break
+                except WatermarkMovedError:
+                    # A second consumer of this partition got ahead: leave out what it
+                    # applied and go on from its watermark, which only moves up.
+                    applied[name] = self.applied_offset(name, topic, partition)
+                    ops = plan_ops(requests, specs, applied).get(name, [])
+        return done
 
     def take_refused(self, collection: str) -> dict[str, str]:
         """The refused appends not dead-lettered yet: ``topic:partition:offset`` -> why."""

@@ -13,7 +13,7 @@ from collection_manager.core.filters import and_, eq, ge, in_, prefix
 from collection_manager.core.planning import SourceUpdates
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.errors import StorageError
+from collection_manager.storage.errors import WatermarkMovedError
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore, Snapshot
@@ -111,9 +111,28 @@ def test_a_replay_that_straddles_the_watermark_is_refused(
     store: RedisStore, collection: str
 ) -> None:
     store.apply(collection, "t", 0, [append(0, 5, "r1", 1, rows_of("r1", 2))])
-    with pytest.raises(StorageError, match="straddles the applied offset 5"):
+    with pytest.raises(WatermarkMovedError, match="straddles the applied offset 5"):
         store.apply(collection, "t", 0, [append(3, 8, "r1", 1, rows_of("r1", 2))])
     assert store.snapshot(collection).rows == dict(rows_of("r1", 2))
+
+
+def test_a_second_applier_that_got_ahead_meanwhile_is_left_out_not_fatal(
+    store: RedisStore, collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = [(i, Append(collection, "r1", 1, (((("r1", i, 0.5)), 1),), 0)) for i in range(8)]
+    # The other consumer applied offsets 0..4 after this one read the watermark (-1) and
+    # merged 0..7 into one group.
+    store.apply_requests("t", 0, requests[:5])
+    stale, read = [-1], store.applied_offset
+
+    def applied_offset(*args: object) -> int:
+        return stale.pop() if stale else read(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "applied_offset", applied_offset)
+    counts = store.apply_requests("t", 0, requests)
+    assert counts[collection]["requests"] == 3  # only 5..7: nothing applied twice
+    assert store.snapshot(collection).rows == {("r1", i, 0.5): 1 for i in range(8)}
+    assert store.applied_offset(collection, "t", 0) == 7
 
 
 @pytest.mark.parametrize("step_rows", [10_000, 100], ids=["one call", "in steps"])
