@@ -93,7 +93,7 @@ def start_consumer(
         driver.check()
         rows: list[Any] = summaries.collect()  # runs the apply on the executors
         driver.advance(rows)
-        record_batch(redis_url, BatchMetrics.of(batch_id, rows))
+        record_batch(redis_url, config.topic, BatchMetrics.of(batch_id, rows))
 
     return (
         applied.writeStream.foreachBatch(on_batch)

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 
 from collection_manager.storage.counters import APPLY_COUNTERS
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url)
 
 
-def record_batch(redis_url: str, metrics: BatchMetrics) -> None:
+def record_batch(redis_url: str, topic: str, metrics: BatchMetrics) -> None:
     """Logs the batch and keeps it (and running totals) in Redis for ``status``."""
     requests = sum(c["requests"] for c in metrics.collections.values())
     logger.info(
@@ -75,11 +75,12 @@ def record_batch(redis_url: str, metrics: BatchMetrics) -> None:
         metrics.last_offsets,
     )
     record = dict(metrics.to_json(), recorded_at_ms=int(time.time() * 1000))
+    key = consumer_key(topic)
     with _client(redis_url).pipeline(transaction=True) as pipe:
-        pipe.hset(CONSUMER, "last_batch", json.dumps(record))
-        pipe.hincrby(CONSUMER, "dead_letters", metrics.dead_letters)
-        pipe.hincrby(CONSUMER, "control_requests", metrics.control)
-        pipe.hincrby(CONSUMER, "batches", 1)
+        pipe.hset(key, "last_batch", json.dumps(record))
+        pipe.hincrby(key, "dead_letters", metrics.dead_letters)
+        pipe.hincrby(key, "control_requests", metrics.control)
+        pipe.hincrby(key, "batches", 1)
         pipe.execute()
 
 
@@ -128,7 +129,7 @@ def caught_up(progress: dict[str, Any]) -> bool:
     return bool(progress.get("sources")) and not any(partition_lag(progress).values())
 
 
-def record_progress(redis_url: str, progress: dict[str, Any]) -> None:
+def record_progress(redis_url: str, topic: str, progress: dict[str, Any]) -> None:
     """Logs a query progress and keeps its lag and rates in Redis for ``status``."""
     lag = partition_lag(progress)
     summary = {
@@ -148,4 +149,4 @@ def record_progress(redis_url: str, progress: dict[str, Any]) -> None:
         summary["processed_rows_per_s"] or 0.0,
         sum(lag.values()),
     )
-    _client(redis_url).hset(CONSUMER, "progress", json.dumps(summary))
+    _client(redis_url).hset(consumer_key(topic), "progress", json.dumps(summary))

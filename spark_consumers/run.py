@@ -83,6 +83,7 @@ def watch(
     on_progress: Callable[[], None] | None = None,
     outage: Outage | None = None,
     trigger_interval_ms: int = 0,
+    topic: str = "",
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
@@ -109,7 +110,7 @@ def watch(
                 timer.tick(ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended))
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
-                record_progress(redis_url, progress)
+                record_progress(redis_url, topic, progress)
                 if on_progress is not None:
                     on_progress()
     finally:
@@ -164,7 +165,7 @@ def run_consumer(
     deadline = threading.Timer(duration_s or 0, stop.set)
     if duration_s is not None:
         deadline.start()
-    outage = Outage(endpoints.redis_url)
+    outage = Outage(endpoints.redis_url, config.topic)
     probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
     try:
         store = until_done(
@@ -198,7 +199,7 @@ def run_consumer(
                 )
                 watch(
                     query, stop, None, endpoints.redis_url, timer, outage.recovered,
-                    outage, config.trigger_interval_ms,
+                    outage, config.trigger_interval_ms, config.topic,
                 )  # fmt: skip
             except TRANSIENT_FAULTS as exc:
                 stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))

@@ -28,7 +28,7 @@ import redis
 from confluent_kafka.admin import AdminClient
 
 from collection_manager.kafka.identity import TopicIdentity, topic_identity
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.progress import (
     Binding,
     Progress,
@@ -110,7 +110,7 @@ def _forget_recreated(
         f"{forgotten.collections} collections; reading the new topic from its start"
     )
     logger.warning("%s", reason)
-    _count(client, TOPIC_RECREATIONS, reason)
+    _count(client, record.topic, TOPIC_RECREATIONS, reason)
     return Progress({}, None)
 
 
@@ -127,13 +127,13 @@ def _rewind_if_behind(
         reason = describe_behind(topic, found)
         logger.warning("%s", reason)
         checkpoint.clear()
-        _count(client, REWINDS, reason)
+        _count(client, topic, REWINDS, reason)
 
 
-def _count(client: redis.Redis, field: str, reason: str) -> None:
+def _count(client: redis.Redis, topic: str, field: str, reason: str) -> None:
     event = json.dumps({"kind": field, "at_ms": int(time.time() * 1000), "reason": reason})
-    client.hincrby(CONSUMER, field, 1)
-    client.hset(CONSUMER, LAST_REWIND, event)
+    client.hincrby(consumer_key(topic), field, 1)
+    client.hset(consumer_key(topic), LAST_REWIND, event)
 
 
 class DriverProgress:

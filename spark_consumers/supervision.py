@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import redis
 
 from collection_manager.config import redact_url
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 
 logger = logging.getLogger(__name__)
 
@@ -42,16 +42,19 @@ class Outage:
     Args:
         redis_url: where to keep the state for ``status`` (best effort: Redis may be the
             service that is down).
+        topic: the consumer's topic, whose record it is.
         clock: wall-clock milliseconds, for ``since`` in ``status``.
     """
 
     def __init__(
         self,
         redis_url: str,
+        topic: str = "",
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self._redis_url = redis_url
+        self._topic = topic
         self._clock = clock
         self._rng = rng or random.Random()
         self.retries = 0
@@ -110,7 +113,7 @@ class Outage:
         }
         client = redis.Redis.from_url(self._redis_url, socket_connect_timeout=1, socket_timeout=1)
         try:
-            client.hset(CONSUMER, "health", json.dumps(fields))
+            client.hset(consumer_key(self._topic), "health", json.dumps(fields))
         except redis.RedisError:
             pass  # Redis is down too: the log line is the record.
         finally:

@@ -16,12 +16,12 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
-from collection_manager.config import InfraConfig, from_env
+from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
 
@@ -121,9 +121,13 @@ def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
 
 
 def consumer_summary(
-    raw: Mapping[str, str], lag_now: Mapping[str, int] | None = None, kafka: str = "reachable"
+    raw: Mapping[str, str],
+    lag_now: Mapping[str, int] | None = None,
+    kafka: str = "reachable",
+    topic: str = "cm.requests",
 ) -> dict[str, Any]:
-    """The consumer's record in Redis (``cm:consumer``) as the stable JSON of ``status``.
+    """The record in Redis of the consumer of ``topic`` (``cm:consumer:<topic>``) as the
+    stable JSON of ``status``.
 
     Args:
         lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
@@ -136,6 +140,7 @@ def consumer_summary(
     lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     known = kafka == "reachable"
     return {
+        "topic": topic,
         "state": health.get("state", "running" if progress else "unknown"),
         "state_since_ms": health.get("since_ms"),
         "retries": int(health.get("retries", 0)),
@@ -171,12 +176,16 @@ def read_unpublished(client: redis.Redis, limit: int = UNPUBLISHED_SHOWN) -> dic
 
 
 def status_json(
-    consumer: dict[str, Any], unpublished: dict[str, Any], infos: Sequence[CollectionInfo]
+    consumer: dict[str, Any],
+    unpublished: dict[str, Any],
+    infos: Sequence[CollectionInfo],
+    other_topics: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """``{"consumer": {...}, "unpublished_dead_letters": {"count", "newest"},
-    "collections": [{"name", "rows", "time", "counters"}]}``."""
+    """``{"consumer": {...}, "other_topics": [...], "unpublished_dead_letters": {"count",
+    "newest"}, "collections": [{"name", "rows", "time", "counters"}]}``."""
     return {
         "consumer": consumer,
+        "other_topics": list(other_topics),
         "unpublished_dead_letters": unpublished,
         "collections": [
             {"name": i.spec.name, "rows": i.rows, "time": i.time, "counters": i.counters}
@@ -214,9 +223,11 @@ def status_tables(
     infos: Sequence[CollectionInfo],
     recorded: bool,
     unpublished: dict[str, Any] | None = None,
+    other_topics: Sequence[str] = (),
 ) -> list[TableView]:
-    """The consumer (when it recorded anything), its lag, the dead letters that could not
-    be published (when any), and the collections."""
+    """The consumer (when it recorded anything), its lag, the consumers of other topics
+    (when any), the dead letters that could not be published (when any), and the
+    collections."""
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
@@ -237,7 +248,8 @@ def status_tables(
             "lag",
             "progress at",
         ]
-        tables.append(TableView("consumer", columns, [row], "", null="-"))
+        title = f"consumer of {consumer['topic']}"
+        tables.append(TableView(title, columns, [row], "", null="-"))
         if consumer["last_rewind"]:
             last = consumer["last_rewind"]
             tables.append(
@@ -267,6 +279,9 @@ def status_tables(
     else:
         line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
         tables.append(TableView("consumer", [], [], line))
+    if other_topics:
+        title = "consumers of other topics in this Redis (status --topic T)"
+        tables.append(TableView(title, ["topic"], [(t,) for t in other_topics], ""))
     if unpublished is not None and unpublished["count"] > 0:
         tables.append(unpublished_table(unpublished))
     tables.append(
@@ -322,6 +337,11 @@ def register(commands: Any) -> None:
     info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
     example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [info])
     add_format_option(parser, {"status": example})
+    parser.add_argument(
+        "--topic",
+        help="the consumer of this request topic (default CM_TOPIC); consumers of other "
+        "topics in the same Redis are listed under other_topics",
+    )
     parser.set_defaults(run=run)
 
 
@@ -330,9 +350,13 @@ def run(args: argparse.Namespace) -> int:
     each collection's counters. Needs only Redis: with Kafka down the lag is unknown."""
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
     store = RedisStore.connect(endpoints.redis_url)
+    topic = args.topic or from_env(ConsumerConfig).topic
     client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
     try:
-        raw = cast(dict[str, str], client.hgetall(CONSUMER))
+        raw = cast(dict[str, str], client.hgetall(consumer_key(topic)))
+        recorded = {
+            key.removeprefix(CONSUMER_PREFIX) for key in client.scan_iter(CONSUMER_PREFIX + "*")
+        }
         unpublished = read_unpublished(client)
     finally:
         client.close()
@@ -343,11 +367,12 @@ def run(args: argparse.Namespace) -> int:
         except KafkaException as exc:
             logger.info("Kafka did not answer: %s", exc)
             kafka = "unreachable"
-    consumer = consumer_summary(raw, live, kafka)
+    consumer = consumer_summary(raw, live, kafka, topic)
     infos = [collection_info(store, name) for name in store.collections()]
+    others = sorted(recorded - {topic})
     show(
         args.format,
-        status_json(consumer, unpublished, infos),
-        *status_tables(consumer, infos, bool(raw), unpublished),
+        status_json(consumer, unpublished, infos, others),
+        *status_tables(consumer, infos, bool(raw), unpublished, others),
     )
     return 0

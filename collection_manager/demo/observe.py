@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from collection_manager.control.controller import Controller, ReplicaStatus
 from collection_manager.core.specs import Row
 from collection_manager.demo.frames import ConsumerView
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
 from spark_consumers.ttl_clock import trigger_start_ms
@@ -148,12 +148,12 @@ class Observer:
 
     def progress(self) -> dict[str, Any]:
         """The consumer's latest recorded query progress (``{}`` before its first)."""
-        raw = self._redis.hget(CONSUMER, "progress")
+        raw = self._redis.hget(consumer_key(self._topic), "progress")
         return dict(json.loads(cast(str, raw))) if raw else {}
 
     def consumer(self, end: Mapping[int, int] | None = None) -> ConsumerView:
         """The consumer's counters, rate and lag (against ``end``, default Kafka's now)."""
-        raw = cast(dict[str, str], self._redis.hgetall(CONSUMER))
+        raw = cast(dict[str, str], self._redis.hgetall(consumer_key(self._topic)))
         progress = json.loads(raw["progress"]) if "progress" in raw else {}
         updates = sum(self.store.stats(c).get("updates", 0) for c in self.collections)
         return ConsumerView(

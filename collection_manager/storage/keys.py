@@ -9,8 +9,15 @@ from __future__ import annotations
 import dataclasses
 
 CATALOG = "cm:catalog"
-# Hash of the consumer's own metrics: batches, dead letters, last batch, progress and lag.
-CONSUMER = "cm:consumer"
+# Hash of a consumer's own metrics per topic: batches, dead letters, last batch, progress,
+# health. Per topic, so consumers of different topics in one Redis keep their own.
+CONSUMER_PREFIX = "cm:consumer:"
+
+
+def consumer_key(topic: str) -> str:
+    """The hash of the metrics of the consumer of ``topic``."""
+    return CONSUMER_PREFIX + topic
+
 
 # The keys a collection function of the library is given, in order (its keys[1], keys[2],
 # ...): names of ``CollectionKeys`` properties; collection.lua gets them generated.

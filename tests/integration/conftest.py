@@ -18,6 +18,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.store import RedisStore
+from tests.integration.workload import create_specs
 
 INTEGRATION_DIR = Path(__file__).parent
 
@@ -82,3 +85,13 @@ def topic(kafka: str, unique: str) -> Iterator[str]:
     admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(30)
     yield name
     admin.delete_topics([name])[name].result(30)
+
+
+@pytest.fixture
+def workload_specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
+    """The collections of ``tests/integration/workload.py``, dropped after the test."""
+    store = RedisStore(redis)
+    made = create_specs(store, unique)
+    yield made
+    for spec in made:
+        store.drop_collection(spec.name)

@@ -11,33 +11,23 @@ from __future__ import annotations
 import random
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.workload import (
+    applying,
     assert_caught_up_with_the_model,
-    create_specs,
     produce_until,
 )
 from tests.support import assert_eventually
 
 KILLS = 5
-
-
-@pytest.fixture
-def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
-    store = RedisStore(redis)
-    made = create_specs(store, unique)
-    yield made
-    for spec in made:
-        store.drop_collection(spec.name)
 
 
 def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
@@ -46,29 +36,24 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     redis: redis_lib.Redis,
     topic: str,
     tmp_path: Path,
-    specs: list[CollectionSpec],
+    workload_specs: list[CollectionSpec],
 ) -> None:
     env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
     store, stop, rng = RedisStore(redis), threading.Event(), random.Random(7)
+    specs = workload_specs
     producers = [
         threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop))
         for p in range(3)
     ]
     for thread in producers:
         thread.start()
-    applied = [0]
-
-    def applying() -> None:
-        # Passes once the consumer applied requests since the last check: it is running.
-        total = sum(store.stats(spec.name).get("requests", 0) for spec in specs)
-        assert total > applied[0]
-        applied[0] = total
+    running = applying(store, specs)
 
     consumer = start_consumer(env, tmp_path / "consumer.log")
     try:
         for _ in range(KILLS):
             # Kill once it is applying: some batches done, more in flight.
-            assert_eventually(applying, timeout=120)
+            assert_eventually(running, timeout=120)
             threading.Event().wait(rng.uniform(0.5, 4.0))
             kill(consumer)
             consumer = start_consumer(env, tmp_path / "consumer.log")
@@ -89,20 +74,19 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
     redis: redis_lib.Redis,
     topic: str,
     tmp_path: Path,
-    specs: list[CollectionSpec],
+    workload_specs: list[CollectionSpec],
 ) -> None:
     env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
-    stop = threading.Event()
+    stop, specs = threading.Event(), workload_specs
     producer = threading.Thread(target=produce_until, args=(kafka, topic, specs, 0, stop))
     producer.start()
-    redis.hdel("cm:consumer", "progress")
     consumer = start_consumer(env, tmp_path / "consumer.log")
     try:
 
         def progressing() -> None:
             if consumer.poll() is not None:
                 raise RuntimeError((tmp_path / "consumer.log").read_text()[-3000:])
-            progress = redis.hget("cm:consumer", "progress")
+            progress = redis.hget(consumer_key(topic), "progress")
             assert progress is not None and f"{topic}:0" in progress.decode()
 
         assert_eventually(progressing, timeout=120, interval=0.5)

@@ -28,7 +28,7 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.devservices.processes import stop_pid
 from collection_manager.devservices.redis_server import start_redis
 from collection_manager.devservices.services import Service
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.progress import progress_key
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
@@ -89,7 +89,7 @@ def test_redis_restored_from_an_older_copy_is_read_again(
     threads = _producers(kafka, topic, specs, stop)
     copy = tmp_path / "redis-copy"
     try:
-        assert_eventually(lambda: _batches_at_least(url, 2), timeout=180, interval=0.5)
+        assert_eventually(lambda: _batches_at_least(url, topic, 2), timeout=180, interval=0.5)
         # The older copy: Redis paused so that its files are whole.
         home = InfraConfig(state_dir=tmp_path / "own-redis").state_dir / "redis"
         os.kill(own_redis[0].pid, signal.SIGSTOP)
@@ -98,10 +98,10 @@ def test_redis_restored_from_an_older_copy_is_read_again(
         finally:
             os.kill(own_redis[0].pid, signal.SIGCONT)
         at_copy = _applied(store, specs)
-        batches_at_copy = _batches_at_least(url, 0)
+        batches_at_copy = _batches_at_least(url, topic, 0)
         # Spark commits batches after the copy: its checkpoint is then ahead of the copy.
         assert_eventually(
-            lambda: _batches_at_least(url, batches_at_copy + 3), timeout=180, interval=0.5
+            lambda: _batches_at_least(url, topic, batches_at_copy + 3), timeout=180, interval=0.5
         )
         assert_eventually(
             lambda: _more_than(store, specs, at_copy + 200), timeout=180, interval=0.5
@@ -133,7 +133,7 @@ def test_redis_restored_from_an_older_copy_is_read_again(
         text = log.read_text()
         assert "reading again from partition" in text, text[-3000:]
         client = redis_lib.Redis.from_url(url)
-        assert int(client.hget(CONSUMER, "rewinds") or 0) >= 1
+        assert int(client.hget(consumer_key(topic), "rewinds") or 0) >= 1
         client.close()
         _stop(consumer, log)
     finally:
@@ -142,10 +142,10 @@ def test_redis_restored_from_an_older_copy_is_read_again(
             kill(consumer)
 
 
-def _batches_at_least(url: str, count: int) -> int:
+def _batches_at_least(url: str, topic: str, count: int) -> int:
     client = redis_lib.Redis.from_url(url)
     try:
-        found = int(client.hget(CONSUMER, "batches") or 0)
+        found = int(client.hget(consumer_key(topic), "batches") or 0)
     finally:
         client.close()
     assert found >= count
@@ -191,7 +191,7 @@ def test_a_recreated_topic_is_applied_never_skipped(
         applied_s = time.monotonic() - recreated_at
         print(f"\nre-created topic: applied {applied_s:.1f} s after it was created")
         assert "was deleted and created again" in log.read_text()
-        assert int(redis.hget(CONSUMER, "topic_recreations") or 0) >= 1
+        assert int(redis.hget(consumer_key(topic), "topic_recreations") or 0) >= 1
         _stop(consumer, log)
     finally:
         if consumer.poll() is None:

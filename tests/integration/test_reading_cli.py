@@ -23,7 +23,7 @@ from collection_manager.control.controller import Controller
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.keys import CONSUMER
+from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore, wall_clock_ms
 from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
 
@@ -189,37 +189,35 @@ def test_query_and_describe_show_row_ttls(
 def consumer_record(
     redis: redis_lib.Redis, endpoints: devservices.Endpoints, topic: str
 ) -> Iterator[str]:
-    """A consumer record in ``cm:consumer`` whose last batch read 41 of the 45 records of
-    ``topic``'s partition 0 (it saw no lag when it planned it); what was there before is put
-    back."""
+    """A consumer record of ``topic`` whose last batch read 41 of the 45 records of its
+    partition 0 (it saw no lag when it planned it), and one of another topic."""
     producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap})
     for _ in range(45):
         producer.produce(topic, b"x", partition=0)
     assert producer.flush(30) == 0
-    saved = redis.hgetall(CONSUMER)
-    redis.delete(CONSUMER)
-    record_batch(endpoints.redis_url, BatchMetrics(7, {}, 2, 1, {0: 41}))
+    record_batch(endpoints.redis_url, topic, BatchMetrics(7, {}, 2, 1, {0: 41}))
+    record_batch(endpoints.redis_url, f"other-{topic}", BatchMetrics(3, {}, 0, 0, {0: 2}))
     progress = {
         "batchId": 7,
         "processedRowsPerSecond": 120.4,
         "timestamp": "2025-01-01T12:00:00.000Z",
         "sources": [{"endOffset": {topic: {"0": 41}}, "latestOffset": {topic: {"0": 41}}}],
     }
-    record_progress(endpoints.redis_url, progress)
+    record_progress(endpoints.redis_url, topic, progress)
     try:
         yield topic
     finally:
-        redis.delete(CONSUMER)
-        if saved:
-            redis.hset(CONSUMER, mapping=saved)
+        redis.delete(consumer_key(topic), consumer_key(f"other-{topic}"))
 
 
 def test_status_shows_the_consumer_its_lag_now_and_the_collections(
     capsys: pytest.CaptureFixture[str], collection: str, store: RedisStore, consumer_record: str
 ) -> None:
     topic = consumer_record
-    found = run_json(capsys, "status")
+    found = run_json(capsys, "status", "--topic", topic)
     consumer = found["consumer"]
+    assert consumer["topic"] == topic
+    assert f"other-{topic}" in found["other_topics"]  # its own record, not mixed in
     assert consumer["kafka"] == "reachable"
     assert consumer["state"] == "running"
     expected = {
@@ -244,11 +242,12 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
         }
     ]
     assert ours[0]["counters"]["requests"] == 3
-    status, out, _ = run(capsys, "status")
+    status, out, _ = run(capsys, "status", "--topic", topic)
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "consumer"
-    assert cells(out, topic) == [[topic, "0", "4"]]
+    assert lines[0] == f"consumer of {topic}"
+    lag_rows, other_rows = cells(out, f"│ {topic} "), cells(out, f"│ other-{topic} ")
+    assert (lag_rows, other_rows) == ([[topic, "0", "4"]], [[f"other-{topic}"]])
     assert any(line.startswith(f"│ {collection} ") for line in lines)
 
 

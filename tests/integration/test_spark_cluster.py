@@ -23,20 +23,11 @@ from collection_manager.devservices.spark_cluster import SparkCluster, bare_env,
 from collection_manager.storage.store import RedisStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.workload import (
+    applying,
     assert_caught_up_with_the_model,
-    create_specs,
     produce_until,
 )
 from tests.support import assert_eventually
-
-
-@pytest.fixture
-def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
-    store = RedisStore(redis)
-    made = create_specs(store, unique)
-    yield made
-    for spec in made:
-        store.drop_collection(spec.name)
 
 
 @pytest.fixture
@@ -61,7 +52,7 @@ def test_the_consumer_runs_on_a_cluster_that_lacks_the_project_and_survives_a_lo
     redis: redis_lib.Redis,
     topic: str,
     tmp_path: Path,
-    specs: list[CollectionSpec],
+    workload_specs: list[CollectionSpec],
     cluster: SparkCluster,
 ) -> None:
     # The Workers' own Python cannot import the product: only what Spark ships can run it.
@@ -72,28 +63,22 @@ def test_the_consumer_runs_on_a_cluster_that_lacks_the_project_and_survives_a_lo
     env = dict(
         consumer_env(kafka, endpoints.redis_url, topic, tmp_path), CM_SPARK_MASTER=cluster.url
     )
-    store, stop = RedisStore(redis), threading.Event()
+    store, stop, specs = RedisStore(redis), threading.Event(), workload_specs
     producers = [
         threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop))
         for p in range(2)
     ]
     for thread in producers:
         thread.start()
-    applied = [0]
-
-    def applying() -> None:
-        total = sum(store.stats(spec.name).get("requests", 0) for spec in specs)
-        assert total > applied[0]
-        applied[0] = total
-
+    running = applying(store, specs)
     log = tmp_path / "consumer.log"
     consumer = start_consumer(env, log)
     try:
-        assert_eventually(applying, timeout=240)
+        assert_eventually(running, timeout=240)
         assert _unpacked(cluster), "no executor ran the shipped environment"
         cluster.workers[0].kill()  # with its executor and Python workers, mid-batch
         cluster.add_worker()
-        assert_eventually(applying, timeout=240)
+        assert_eventually(running, timeout=240)
         stop.set()
         for thread in producers:
             thread.join(60)

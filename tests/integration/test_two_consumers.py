@@ -9,31 +9,20 @@ instead of failing its batch.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.workload import (
+    applying,
     assert_caught_up_with_the_model,
-    create_specs,
     produce_until,
 )
 from tests.support import assert_eventually
-
-
-@pytest.fixture
-def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:
-    store = RedisStore(redis)
-    made = create_specs(store, unique)
-    yield made
-    for spec in made:
-        store.drop_collection(spec.name)
 
 
 def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
@@ -42,9 +31,9 @@ def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
     redis: redis_lib.Redis,
     topic: str,
     tmp_path: Path,
-    specs: list[CollectionSpec],
+    workload_specs: list[CollectionSpec],
 ) -> None:
-    store, stop = RedisStore(redis), threading.Event()
+    store, stop, specs = RedisStore(redis), threading.Event(), workload_specs
     producers = [
         threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop))
         for p in range(3)
@@ -58,15 +47,9 @@ def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
             consumers.append(start_consumer(env, logs[-1]))
         for thread in producers:
             thread.start()
-        applied = [0]
-
-        def applying() -> None:
-            total = sum(store.stats(spec.name).get("requests", 0) for spec in specs)
-            assert total > applied[0] + 500
-            applied[0] = total
-
+        running = applying(store, specs, more_than=500)
         for _ in range(3):
-            assert_eventually(applying, timeout=180)
+            assert_eventually(running, timeout=180)
         stop.set()
         for thread in producers:
             thread.join(60)

@@ -90,6 +90,21 @@ def in_kafka_order(kafka: str, topic: str) -> list[Request]:
     return requests
 
 
+def applying(
+    store: RedisStore, specs: list[CollectionSpec], more_than: int = 0
+) -> Callable[[], None]:
+    """A check for ``assert_eventually`` that passes once the collections counted more than
+    ``more_than`` requests beyond what they had when it last passed: the consumer applies."""
+    applied = [0]
+
+    def check() -> None:
+        total = sum(store.stats(spec.name).get("requests", 0) for spec in specs)
+        assert total > applied[0] + more_than
+        applied[0] = total
+
+    return check
+
+
 def assert_caught_up_with_the_model(
     kafka: str,
     topic: str,

@@ -246,7 +246,8 @@ def test_collections_list_and_describe_json() -> None:
 
 
 def test_consumer_summary_of_nothing_recorded() -> None:
-    assert consumer_summary({}) == {
+    assert consumer_summary({}, topic="t1") == {
+        "topic": "t1",
         "state": "unknown",
         "state_since_ms": None,
         "retries": 0,
@@ -423,7 +424,7 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     tail = _examples(["tail"], capsys)["tail compute_frontiers --since 41"]
     assert list(tail[0]) == ["time", "row", "diff"]
     status = _examples(["status"], capsys)["status"]
-    assert list(status) == ["consumer", "unpublished_dead_letters", "collections"]
+    assert list(status) == ["consumer", "other_topics", "unpublished_dead_letters", "collections"]
     assert list(status["consumer"]["lag"][0]) == ["topic", "partition", "lag"]
     assert list(status["unpublished_dead_letters"]) == ["count", "newest"]
     assert list(status["unpublished_dead_letters"]["newest"][0]) == [
