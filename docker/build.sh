@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the project's three images: cm-redis, cm-kafka and cm-app (docker/*.Dockerfile).
+#
+#   docker/build.sh            with BASE_IMAGE (default: cm-base:bookworm when it exists,
+#                              as docker/engine.sh base makes it, else debian:bookworm-slim)
+#
+# Wheels and jars are staged on the host (no HTTPS is needed inside a build): the project
+# and every dependency as wheels (pip wheel, from PyPI or pip's cache), the Kafka broker's
+# and Spark's connector jars from `collection-manager setup`'s cache. Docker's layer cache
+# makes an unchanged rebuild take seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[[ -x .venv/bin/collection-manager ]] || make setup >/dev/null
+CACHE="${CM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/collection-manager}"
+.venv/bin/collection-manager setup >/dev/null
+if [[ -z ${BASE_IMAGE:-} ]]; then
+  if docker image inspect cm-base:bookworm >/dev/null 2>&1; then
+    BASE_IMAGE=cm-base:bookworm
+  else
+    BASE_IMAGE=debian:bookworm-slim
+  fi
+fi
+
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+build() { # image, Dockerfile, context, more docker build arguments
+  # (The legacy builder of Debian's docker.io warns that it is deprecated on every build.)
+  docker build -q --force-rm --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$1:latest" -f "$2" "${@:4}" "$3" \
+    2> >(grep -v -e DEPRECATED -e buildx -e '^ *$' >&2) >/dev/null
+  echo "built $1 (from $BASE_IMAGE)"
+}
+
+build cm-redis docker/redis.Dockerfile docker
+
+mkdir -p "$STAGE/kafka/libs"
+cp "$CACHE"/kafka-*/*.jar "$STAGE/kafka/libs/"
+cp docker/kafka-entrypoint.sh "$STAGE/kafka/"
+build cm-kafka docker/kafka.Dockerfile "$STAGE/kafka"
+
+mkdir -p "$STAGE/app/wheels"
+# async-timeout: redis needs it on Debian's Python 3.11.2 (< 3.11.3), not on newer ones.
+.venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels" . async-timeout
+SPARK_VERSION="$(.venv/bin/python -c 'from collection_manager.config import SPARK_VERSION; print(SPARK_VERSION)')"
+cp -r "$CACHE/spark-kafka-$SPARK_VERSION" "$STAGE/app/jars"
+build cm-app docker/app.Dockerfile "$STAGE/app" --build-arg "SPARK_VERSION=$SPARK_VERSION"
