@@ -64,15 +64,22 @@ base() {
 }
 
 down() {
-  running || { rm -f "$PIDFILE"; return 0; }
-  local pid
-  pid="$(cat "$PIDFILE")"
-  kill "$pid"
-  for _ in $(seq 150); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
+  if running; then
+    local pid
+    pid="$(cat "$PIDFILE")"
+    kill "$pid"
+    for _ in $(seq 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -0 "$pid" 2>/dev/null && die "dockerd (pid $pid) did not stop within 30 s"
+  fi
+  rm -f "$PIDFILE"
+  # dockerd leaves its network namespace bind-mounted under the exec root when it stops.
+  local mount
+  for mount in "$STATE"/exec/netns/*; do
+    if mountpoint -q "$mount"; then umount "$mount"; fi
   done
-  die "dockerd (pid $pid) did not stop within 30 s"
 }
 
 status() {

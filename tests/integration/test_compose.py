@@ -50,6 +50,8 @@ def engine(infra_config: InfraConfig) -> Iterator[dict[str, str]]:
     finally:
         if not was_running:
             _run([str(ENGINE), "down"], env)
+            exec_root = str(infra_config.state_dir / "docker" / "exec")
+            assert exec_root not in Path("/proc/self/mounts").read_text()  # nothing left
 
 
 def _rows_by_replica(compose: list[str], env: dict[str, str]) -> Counter[str]:
