@@ -1,12 +1,14 @@
 # Two commands do all set-up from a fresh clone:
 #   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
-#   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest
+#   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest:
+#                 everything on local processes, then the integration suite again on
+#                 containers (CM_TEST_SERVICES=containers; skipped where no engine can run)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint unit bench infra-up infra-down infra-status clean
+.PHONY: setup demo test test-containers lint unit bench infra-up infra-down infra-status clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -36,6 +38,12 @@ unit: $(STAMP)
 
 test: setup lint
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory test-containers
+
+# The integration suite with Kafka and Redis as testcontainers of the project's images
+# (the compose test already ran in the pass before).
+test-containers: setup
+	CM_TEST_SERVICES=containers $(BIN)/pytest tests/integration --ignore=tests/integration/test_compose.py
 
 infra-up infra-down infra-status: setup
 	$(BIN)/collection-manager infra $(subst infra-,,$@)

@@ -1,16 +1,30 @@
 #!/bin/sh
-# Writes the broker's configuration from the environment (host networking: loopback only,
-# ports from KAFKA_PORT and KAFKA_CONTROLLER_PORT), then formats or runs the broker.
+# Writes the broker's configuration from the environment, then formats or runs the broker.
+#
+# Host networking (the default): it listens on 127.0.0.1 at KAFKA_PORT and advertises that.
+# A bridge network (docker-compose.ports.yml): KAFKA_BIND=0.0.0.0 inside the container's own
+# network, KAFKA_ADVERTISED_HOST the name other containers reach it by, and KAFKA_HOST_PORT a
+# second listener, advertised as 127.0.0.1, for clients on the host through a published port.
+# The controller listener never leaves the container's loopback.
 set -eu
 home=/opt/kafka
+bind="${KAFKA_BIND:-127.0.0.1}"
+listeners="PLAINTEXT://$bind:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT"
+advertised="PLAINTEXT://${KAFKA_ADVERTISED_HOST:-127.0.0.1}:$KAFKA_PORT"
+protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+if [ -n "${KAFKA_HOST_PORT:-}" ]; then
+  listeners="$listeners,HOST://$bind:$KAFKA_HOST_PORT"
+  advertised="$advertised,HOST://127.0.0.1:$KAFKA_HOST_PORT"
+  protocols="$protocols,HOST:PLAINTEXT"
+fi
 cat >"$home/config/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:${KAFKA_CONTROLLER_PORT}
-listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT},CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT}
-advertised.listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT}
+listeners=$listeners
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protocols
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$home/data
 num.partitions=4

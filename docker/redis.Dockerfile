@@ -8,8 +8,9 @@ RUN apt-get update -qq \
  && mkdir -p /data && chown redis:redis /data
 USER redis
 WORKDIR /data
-# Host networking: the port comes from the environment, and it listens on loopback only.
+# Host networking: the port comes from the environment, and it listens on loopback only
+# (a bridge network binds 0.0.0.0 inside the container's own network instead).
 ENV REDIS_PORT=6379 REDIS_BIND=127.0.0.1
 HEALTHCHECK --interval=2s --timeout=2s --retries=30 \
-  CMD redis-cli -h "$REDIS_BIND" -p "$REDIS_PORT" ping | grep -q PONG
+  CMD redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping | grep -q PONG
 CMD ["sh", "-c", "exec redis-server --bind \"$REDIS_BIND\" --port \"$REDIS_PORT\" --dir /data --appendonly yes --save ''"]

@@ -1,14 +1,22 @@
 """Session-scoped real services: Kafka, Redis and Spark.
 
-Configured services (``CM_KAFKA_BOOTSTRAP``, ``CM_REDIS_URL``) are used as they are; else
-the ones a developer started with ``collection-manager infra up`` are reused; else local
-processes are started for this session and stopped at its end.
+``CM_TEST_SERVICES`` chooses how Kafka and Redis are provided:
+
+- ``processes`` (the default): configured services (``CM_KAFKA_BOOTSTRAP``,
+  ``CM_REDIS_URL``) are used as they are; else the ones a developer started with
+  ``collection-manager infra up`` are reused; else local processes are started for this
+  session and stopped at its end.
+- ``containers``: testcontainers of the project's images on the project's Docker engine
+  (``tests/integration/engine.py``), removed at the session's end.
+
+Services of a test's own (``own_service``) are of the same kind.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +28,29 @@ from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
+from tests.integration import engine as docker_engine_lib
+from tests.integration.own_services import OwnContainer, OwnProcess, OwnService
+from tests.integration.service_containers import ServiceContainer
 from tests.integration.workload import create_specs
 
 INTEGRATION_DIR = Path(__file__).parent
+SERVICE_KINDS = ("processes", "containers")
+
+
+def services_kind() -> str:
+    """``CM_TEST_SERVICES``: how this session provides Kafka and Redis."""
+    return os.environ.get("CM_TEST_SERVICES", "processes")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if services_kind() not in SERVICE_KINDS:
+        raise pytest.UsageError(
+            f"CM_TEST_SERVICES={services_kind()!r}: expected one of {', '.join(SERVICE_KINDS)}"
+        )
+
+
+def pytest_report_header() -> str:
+    return f"services: {services_kind()} (CM_TEST_SERVICES)"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,12 +65,60 @@ def infra_config() -> InfraConfig:
 
 
 @pytest.fixture(scope="session")
-def endpoints(infra_config: InfraConfig) -> Iterator[devservices.Endpoints]:
+def docker_engine(infra_config: InfraConfig) -> Iterator[docker_engine_lib.Engine]:
+    """The project's Docker engine with its images; testcontainers find it (no Ryuk: its
+    image is on a registry, and every container here is removed by its fixture)."""
+    engine = docker_engine_lib.prepare(infra_config.state_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", engine.docker_host)
+        patch.setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+        try:
+            yield engine
+        finally:
+            docker_engine_lib.release(engine)
+
+
+@pytest.fixture(scope="session")
+def endpoints(
+    infra_config: InfraConfig, request: pytest.FixtureRequest
+) -> Iterator[devservices.Endpoints]:
+    if services_kind() == "containers":
+        request.getfixturevalue("docker_engine")
+        kafka = ServiceContainer.kafka()
+        try:
+            redis = ServiceContainer.redis()
+            try:
+                yield devservices.Endpoints(kafka.address, redis.address)
+            finally:
+                redis.remove()
+        finally:
+            kafka.remove()
+        return
     found = devservices.up(infra_config)
     try:
         yield found
     finally:
         devservices.down(infra_config, found.started)
+
+
+@pytest.fixture
+def own_service(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[str], OwnService]]:
+    """Starts a ``redis`` or ``kafka`` of the test's own, of the session's kind; stops it after."""
+    started: list[OwnService] = []
+
+    def start(kind: str) -> OwnService:
+        if services_kind() == "containers":
+            request.getfixturevalue("docker_engine")
+            started.append(OwnContainer(kind))
+        else:
+            started.append(OwnProcess(kind, tmp_path / f"own-{kind}"))
+        return started[-1]
+
+    yield start
+    for service in started:
+        service.stop()
 
 
 @pytest.fixture(scope="session")

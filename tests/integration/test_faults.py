@@ -1,8 +1,10 @@
 """Faults of the services around the consumer, injected while it applies: it waits them out.
 
 Each test runs the consumer as an operator does (a ``consume`` process) against a service of
-its own (a Redis, or a Kafka broker), with three producers of random requests, two replica
-agents and a controller checking leases of 4 s, all running while the fault is injected.
+its own (a Redis, or a Kafka broker: a local process faulted with signals, or a container
+faulted through the container API, as ``CM_TEST_SERVICES`` says), with three producers of
+random requests, two replica agents and a controller checking leases of 4 s, all running
+while the fault is injected.
 Then it holds the final contents to the model fed with every request in Kafka order
 (nothing lost, nothing applied twice) and to what the agents report they published; checks
 that no replica was removed by the outage, that the consumer never exited, and that it
@@ -16,14 +18,13 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager import devservices
-from collection_manager.config import InfraConfig
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
@@ -45,17 +46,13 @@ PRODUCER_PAUSE_S = 0.02
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnService]:
-    handle = OwnService.redis(InfraConfig(state_dir=tmp_path / "own-redis"))
-    yield handle
-    handle.stop()
+def own_redis(own_service: Callable[[str], OwnService]) -> OwnService:
+    return own_service("redis")
 
 
 @pytest.fixture
-def own_kafka(tmp_path: Path) -> Iterator[OwnService]:
-    handle = OwnService.kafka(InfraConfig(state_dir=tmp_path / "own-kafka"))
-    yield handle
-    handle.stop()
+def own_kafka(own_service: Callable[[str], OwnService]) -> OwnService:
+    return own_service("kafka")
 
 
 def _run_through(

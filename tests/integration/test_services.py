@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis as redis_lib
 from confluent_kafka import Consumer, Producer
 
 from collection_manager import devservices
 from collection_manager.config import InfraConfig
+from tests.integration.conftest import services_kind
 from tests.support import assert_eventually
+
+# What `infra status` and `infra up` report is about local processes.
+local_processes_only = pytest.mark.skipif(
+    services_kind() != "processes", reason="the session's services are not local processes"
+)
 
 
 def test_kafka_round_trip_with_idempotent_producer(kafka: str, topic: str) -> None:
@@ -71,6 +78,7 @@ def test_spark_reads_the_topic_with_its_kafka_source(kafka: str, topic: str, spa
     assert [(row.key, bytes(row.value), row.offset) for row in rows] == [("k", b"through spark", 0)]
 
 
+@local_processes_only
 def test_status_shows_the_services_answering(
     endpoints: devservices.Endpoints, infra_config: InfraConfig
 ) -> None:
@@ -79,6 +87,7 @@ def test_status_shows_the_services_answering(
     assert rows["redis"].answers and rows["redis"].address == endpoints.redis_url
 
 
+@local_processes_only
 def test_up_again_reuses_the_running_services(
     endpoints: devservices.Endpoints, infra_config: InfraConfig
 ) -> None:
