@@ -38,9 +38,11 @@ cp "$CACHE"/kafka-*/*.jar "$STAGE/kafka/libs/"
 cp docker/kafka-entrypoint.sh "$STAGE/kafka/"
 build cm-kafka docker/kafka.Dockerfile "$STAGE/kafka"
 
-mkdir -p "$STAGE/app/wheels"
+mkdir -p "$STAGE/app/wheels" "$STAGE/src"
+# The wheel is built from a copy: building in the checkout would leave build/ behind.
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$STAGE/src"
 # async-timeout: redis needs it on Debian's Python 3.11.2 (< 3.11.3), not on newer ones.
-.venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels" . async-timeout
+.venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels" "$STAGE/src" async-timeout
 SPARK_VERSION="$(.venv/bin/python -c 'from collection_manager.config import SPARK_VERSION; print(SPARK_VERSION)')"
 cp -r "$CACHE/spark-kafka-$SPARK_VERSION" "$STAGE/app/jars"
 build cm-app docker/app.Dockerfile "$STAGE/app" --build-arg "SPARK_VERSION=$SPARK_VERSION"
