@@ -140,7 +140,7 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
     issued = IssuedEpochs(redis.Redis.from_url(settings.redis_url), settings.replica_namespace)
     # A benchmark baseline: the generous limit, without asking the broker.
     dead_letters = dead_letter_producer(
-        settings.bootstrap, producer_max_bytes(None), "plain-loop-dlq"
+        settings.bootstrap, producer_max_bytes(None), "plain-loop-dlq", security={}
     )
     consumer = _consumer(settings, ready)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -54,6 +54,8 @@ class ExecutorSettings:
     Attributes:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``), where
             the executors read the issued epochs and record sightings and log times.
+        kafka_security: the driver's Kafka TLS and SASL options for the dead-letter
+            producer (executors may not have its environment); not shown by ``repr``.
     """
 
     kafka_bootstrap: str
@@ -64,6 +66,7 @@ class ExecutorSettings:
     dead_letter_max_bytes: int  # the dead-letter producer's message.max.bytes
     replica_namespace: str
     redis_run_id: str = ""  # the Redis process the driver planned with; "" checks nothing
+    kafka_security: tuple[tuple[str, str], ...] = dataclasses.field(default=(), repr=False)
 
     @classmethod
     def of(
@@ -74,6 +77,7 @@ class ExecutorSettings:
         dead_letter_max_bytes: int,
         replica_namespace: str,
         redis_run_id: str = "",
+        kafka_security: Mapping[str, str] | None = None,
     ) -> ExecutorSettings:
         """The settings of a consumer configuration."""
         return cls(
@@ -85,13 +89,14 @@ class ExecutorSettings:
             dead_letter_max_bytes,
             replica_namespace,
             redis_run_id,
+            tuple(sorted((kafka_security or {}).items())),
         )
 
 
 # One store and one dead-letter producer per Python worker process, reused across tasks
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
 _stores: dict[ExecutorSettings, RedisStore] = {}
-_producers: dict[tuple[str, int], KafkaProducer] = {}
+_producers: dict[tuple[str, int, tuple[tuple[str, str], ...]], KafkaProducer] = {}
 _clients: dict[str, redis.Redis] = {}
 _replica_records: dict[tuple[str, str], ReplicaRecord] = {}
 _ledgers: dict[str, DeadLetterLedger] = {}
@@ -142,9 +147,14 @@ def _issued(settings: ExecutorSettings) -> IssuedEpochs:
 
 
 def _dead_letter_producer(settings: ExecutorSettings) -> KafkaProducer:
-    key = (settings.kafka_bootstrap, settings.dead_letter_max_bytes)
+    key = (settings.kafka_bootstrap, settings.dead_letter_max_bytes, settings.kafka_security)
     if key not in _producers:
-        _producers[key] = dead_letter_producer(*key, client_id="collection-manager-dead-letters")
+        _producers[key] = dead_letter_producer(
+            settings.kafka_bootstrap,
+            settings.dead_letter_max_bytes,
+            client_id="collection-manager-dead-letters",
+            security=dict(settings.kafka_security),
+        )
     return _producers[key]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -85,10 +85,17 @@ def dead_letter_max_bytes(bootstrap: str, request_topic: str, dead_letter_topic:
     return needed
 
 
-def dead_letter_producer(bootstrap: str, message_max_bytes: int, client_id: str) -> KafkaProducer:
-    """A producer for dead letters: large messages, a bounded wait for each outcome."""
+def dead_letter_producer(
+    bootstrap: str, message_max_bytes: int, client_id: str, security: Mapping[str, str]
+) -> KafkaProducer:
+    """A producer for dead letters: large messages, a bounded wait for each outcome.
+
+    Args:
+        security: Kafka TLS and SASL options (``collection_manager/kafka/security.py``).
+    """
     extra = {"message.max.bytes": message_max_bytes, "message.timeout.ms": DELIVERY_TIMEOUT_MS}
-    return KafkaProducer(ProducerConfig(bootstrap, client_id=client_id, extra=extra))
+    config = ProducerConfig(bootstrap, client_id=client_id, extra=extra, security=security)
+    return KafkaProducer(config)
 
 
 def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:

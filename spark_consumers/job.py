@@ -10,11 +10,13 @@ those summaries (which runs the apply) and records metrics on the driver.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import redis
 
-from collection_manager.config import ConsumerConfig
+from collection_manager.config import ConsumerConfig, InfraConfig, from_env
+from collection_manager.kafka import security
 from collection_manager.kafka.topics import admin_client
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
 from spark_consumers.dead_letters import dead_letter_max_bytes
@@ -30,15 +32,22 @@ logger = logging.getLogger(__name__)
 
 
 def kafka_stream(
-    spark: SparkSession, config: ConsumerConfig, bootstrap: str, starting: str = "earliest"
+    spark: SparkSession,
+    config: ConsumerConfig,
+    bootstrap: str,
+    starting: str = "earliest",
+    security: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The request topic as a streaming DataFrame of (topic, partition, offset, key, value).
 
     Args:
         starting: Spark's ``startingOffsets``; it counts only for an empty checkpoint.
+        security: Kafka TLS and SASL as ``kafka.``-prefixed source options
+            (``collection_manager/kafka/security.py``).
     """
     reader = (
         spark.readStream.format("kafka")
+        .options(**(security or {}))
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", config.topic)
         .option("startingOffsets", starting)
@@ -81,12 +90,20 @@ def start_consumer(
         plan = plan_start(spark, config.checkpoint_dir, config.topic, admin, client)
     finally:
         client.close()
+    infra = from_env(InfraConfig)
     settings = ExecutorSettings.of(
-        config, bootstrap, redis_url, max_bytes, replica_namespace, plan.redis_run_id
+        config,
+        bootstrap,
+        redis_url,
+        max_bytes,
+        replica_namespace,
+        plan.redis_run_id,
+        security.load(infra).settings,
     )
-    applied = kafka_stream(spark, config, bootstrap, plan.starting_offsets).mapInPandas(
-        PartitionApplier(settings), schema=SUMMARY_SCHEMA
+    stream = kafka_stream(
+        spark, config, bootstrap, plan.starting_offsets, security.spark_options(infra)
     )
+    applied = stream.mapInPandas(PartitionApplier(settings), schema=SUMMARY_SCHEMA)
     driver = DriverProgress(redis_url, admin, config.topic, plan)
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:

@@ -28,6 +28,10 @@ SAFE_PATH = "PYTHONSAFEPATH"
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(-[a-z]+)?\.jar$")
 
 
+# Option names whose values Spark masks (its default masks only "url").
+SECRET_OPTIONS = r"(?i)url|jaas|password|secret|keystore\.key"
+
+
 def _artifact(jar: Path) -> str:
     match = _VERSIONED_JAR.match(jar.name)
     return match.group("artifact") if match else jar.stem
@@ -136,6 +140,9 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .config("spark.executor.extraJavaOptions", spark.spark_java_options)
         .config(f"spark.executorEnv.{SAFE_PATH}", "1")
         .config("spark.ui.enabled", "false")
+        # Kafka credentials are source options (kafka.sasl.jaas.config, a client key):
+        # Spark masks the options these match wherever it shows a plan.
+        .config("spark.sql.redaction.options.regex", SECRET_OPTIONS)
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

@@ -19,6 +19,7 @@ from collection_manager.cli.output import CREATE_HINT, TableView, add_format_opt
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
+from collection_manager.kafka.security import from_environment
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
@@ -89,16 +90,17 @@ def lag_now(
     Raises:
         KafkaException: when the broker does not answer within ``budget_s`` in all.
     """
-    if not read:  # the consumer recorded nothing yet: nothing to ask Kafka
-        return {}
     deadline = time.monotonic() + budget_s
     options: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
+        **from_environment().client_settings(bootstrap),
         "group.id": "collection-manager-status",
         "logger": LIBRDKAFKA_LOGGER,
     }
     consumer = Consumer(options)
     try:
+        if not read:
+            # The consumer recorded nothing yet: no lag, but "reachable" must be true.
+            consumer.list_topics(timeout=budget_s)
         lag = {}
         for key, offset in read.items():
             topic, _, partition = key.rpartition(":")

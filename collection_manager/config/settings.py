@@ -93,7 +93,40 @@ class InfraConfig:
         None, "Bootstrap servers of an existing Kafka; when set, no broker is started."
     )
     redis_url: str | None = setting(
-        None, "URL of an existing Redis (redis://host:port/db); when set, none is started."
+        None,
+        "URL of an existing Redis (redis://host:port/db); when set, none is started. An ACL "
+        "user and password go in it (redis://user:password@host:port/db; never printed), TLS "
+        "as rediss:// with ?ssl_ca_certs=CA.pem and, for client certificates, "
+        "&ssl_certfile=...&ssl_keyfile=...",
+    )
+    kafka_properties_file: Path | None = setting(
+        None,
+        "A file of Kafka client security settings, one name=value per line, in librdkafka's "
+        "names: security.protocol, sasl.mechanism, sasl.username, sasl.password, "
+        "ssl.ca.location, ssl.certificate.location, ssl.key.location. Every Kafka client "
+        "and Spark's Kafka source get them; the CM_KAFKA_* settings below override it.",
+    )
+    kafka_security_protocol: str | None = setting(
+        None, "PLAINTEXT (the default), SSL, SASL_PLAINTEXT or SASL_SSL."
+    )
+    kafka_sasl_mechanism: str | None = setting(None, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.")
+    kafka_sasl_username: str | None = setting(None, "The SASL user.")
+    kafka_sasl_password: str | None = dataclasses.field(
+        default=None,
+        repr=False,
+        metadata={
+            "help": "The SASL user's password; never printed. Prefer the properties file, "
+            "readable only by the service's user."
+        },
+    )
+    kafka_ssl_ca_location: Path | None = setting(
+        None, "PEM file of the CA that signed the brokers' certificates."
+    )
+    kafka_ssl_certificate_location: Path | None = setting(
+        None, "PEM file of this client's certificate, for brokers that require one."
+    )
+    kafka_ssl_key_location: Path | None = setting(
+        None, "PEM file of this client's private key (unencrypted PKCS#8)."
     )
     cache_dir: Path = dataclasses.field(
         default_factory=_default_cache_dir,

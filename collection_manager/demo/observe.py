@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from collection_manager.control.controller import Controller, ReplicaStatus
 from collection_manager.core.specs import Row
 from collection_manager.demo.frames import ConsumerView
+from collection_manager.kafka.security import from_environment
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
@@ -106,7 +107,7 @@ class Observer:
         # Only for metadata and end offsets: it never subscribes nor commits.
         self._kafka = Consumer(
             {
-                "bootstrap.servers": bootstrap,
+                **from_environment().client_settings(bootstrap),
                 "group.id": "collection-manager-demo-offsets",
                 "enable.auto.commit": False,
             }

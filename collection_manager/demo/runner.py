@@ -43,6 +43,7 @@ from collection_manager.demo.observe import Observer
 from collection_manager.demo.phases import DemoError, DemoRun, Reporter
 from collection_manager.demo.verify import Verification, verify
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.kafka.security import from_environment
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
 from schemas.codec import encode_request
@@ -201,7 +202,7 @@ def _ensure_topic(bootstrap: str, topic: str) -> None:
     The consumer fails on a topic that does not exist yet, and the agents may start after it.
     """
     # Warnings and errors only: its informational lines would print across the live view.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    admin = AdminClient({**from_environment().client_settings(bootstrap), "log_level": 4})
     try:
         admin.create_topics([NewTopic(topic)])[topic].result(30)
     except KafkaException as exc:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from collection_manager.config import KAFKA_VERSION, InfraConfig
@@ -31,10 +32,10 @@ _SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@{host}:{controller_port}
-listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}
-advertised.listeners=PLAINTEXT://{host}:{port}
+listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}{secured_listener}
+advertised.listeners=PLAINTEXT://{host}:{port}{secured_listener}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{secured_protocol}
 inter.broker.listener.name=PLAINTEXT
 log.dirs={data_dir}
 num.partitions=4
@@ -48,6 +49,38 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 """
+
+# A SASL_SSL listener: SCRAM-SHA-512 users, the broker's PEM key and certificate, and
+# client certificates of the given CA required.
+_SECURED_PROPERTIES = """\
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.secured.scram-sha-512.sasl.jaas.config=\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.secured.ssl.keystore.type=PEM
+listener.name.secured.ssl.keystore.location={keystore}
+listener.name.secured.ssl.truststore.type=PEM
+listener.name.secured.ssl.truststore.location={truststore}
+listener.name.secured.ssl.client.auth=required
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class SecuredListener:
+    """A second listener, SASL_SSL with SCRAM-SHA-512 and client certificates, for tests of
+    secured clients (the broker's own traffic stays on its plaintext listener).
+
+    Attributes:
+        port: its loopback port.
+        keystore: PEM file holding the broker's private key and certificate.
+        truststore: PEM file of the CA whose client certificates it accepts.
+        users: SCRAM users and their passwords, created when the storage is formatted.
+    """
+
+    port: int
+    keystore: Path
+    truststore: Path
+    users: Mapping[str, str] = dataclasses.field(repr=False)
+
 
 _LOG4J2 = """\
 rootLogger.level=INFO
@@ -84,19 +117,29 @@ def broker_jars(config: InfraConfig) -> Path:
     return dest
 
 
-def _configure(home: Path, port: int, controller_port: int) -> Path:
+def _configure(
+    home: Path, port: int, controller_port: int, secured: SecuredListener | None
+) -> Path:
     data_dir = home / "data"
     props = home / "server.properties"
-    props.write_text(
-        _SERVER_PROPERTIES.format(
-            host=LOOPBACK, port=port, controller_port=controller_port, data_dir=data_dir
-        )
+    text = _SERVER_PROPERTIES.format(
+        host=LOOPBACK,
+        port=port,
+        controller_port=controller_port,
+        data_dir=data_dir,
+        secured_listener=f",SECURED://{LOOPBACK}:{secured.port}" if secured else "",
+        secured_protocol=",SECURED:SASL_SSL" if secured else "",
     )
+    if secured:
+        text += _SECURED_PROPERTIES.format(keystore=secured.keystore, truststore=secured.truststore)
+    props.write_text(text)
     (home / "log4j2.properties").write_text(_LOG4J2)
     return props
 
 
-def _format_storage(java: str, classpath: str, props: Path, home: Path) -> None:
+def _format_storage(
+    java: str, classpath: str, props: Path, home: Path, secured: SecuredListener | None
+) -> None:
     if (home / "data" / "meta.properties").exists():
         return
     cluster_id = subprocess.run(
@@ -118,6 +161,11 @@ def _format_storage(java: str, classpath: str, props: Path, home: Path) -> None:
             cluster_id,
             "-c",
             str(props),
+            *(
+                arg
+                for name, password in (secured.users.items() if secured else ())
+                for arg in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")
+            ),
         ],
         capture_output=True,
         text=True,
@@ -127,11 +175,15 @@ def _format_storage(java: str, classpath: str, props: Path, home: Path) -> None:
         raise InfrastructureError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
 
 
-def start_kafka(config: InfraConfig, record: Callable[[Service], None] = _nothing) -> Service:
+def start_kafka(
+    config: InfraConfig,
+    record: Callable[[Service], None] = _nothing,
+    secured: SecuredListener | None = None,
+) -> Service:
     """Starts the broker, waits until it answers, and returns its record.
 
     ``record`` gets the record as soon as the process exists, before it answers (see
-    ``start_process``).
+    ``start_process``). ``secured`` adds a SASL_SSL listener.
     """
     java = require_java()
     classpath = str(broker_jars(config) / "*")
@@ -139,8 +191,8 @@ def start_kafka(config: InfraConfig, record: Callable[[Service], None] = _nothin
     home.mkdir(parents=True, exist_ok=True)
     port = choose_port(config.kafka_port, home / "port", "Kafka")
     controller_port = choose_port(0, home / "controller-port", "the Kafka controller")
-    props = _configure(home, port, controller_port)
-    _format_storage(java, classpath, props, home)
+    props = _configure(home, port, controller_port, secured)
+    _format_storage(java, classpath, props, home, secured)
     log_path = home / "kafka.log"
     cmd = [
         java,
@@ -173,8 +225,10 @@ def kafka_answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    from collection_manager.kafka.security import from_environment
+
     # log_level 0 keeps librdkafka quiet while the broker is still coming up.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**from_environment().client_settings(bootstrap), "log_level": 0})
     try:
         return bool(admin.list_topics(timeout=timeout_s).brokers)
     except KafkaException:

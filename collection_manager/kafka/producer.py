@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from collection_manager.core.shutdown import Cancelled
 from collection_manager.kafka.errors import ProducerError, ProducerQueueFullError
+from collection_manager.kafka.security import from_environment
 
 logger = logging.getLogger(__name__)
 # The logger that receives librdkafka's own log lines (every client of this project).
@@ -51,6 +52,8 @@ class ProducerConfig:
         buffer_full_poll_s: how long each retry serves delivery reports to free space.
         extra: further librdkafka options; they override the fields above, but never
             ``ENFORCED``. Not shown by ``repr`` since it may hold credentials.
+        security: TLS and SASL options (``collection_manager/kafka/security.py``); by
+            default this process's settings. Not shown by ``repr``.
     """
 
     bootstrap: str
@@ -62,10 +65,14 @@ class ProducerConfig:
     buffer_full_retries: int = 1000
     buffer_full_poll_s: float = 0.01
     extra: Mapping[str, OptionValue] = dataclasses.field(default_factory=dict, repr=False)
+    security: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: from_environment().settings, repr=False
+    )
 
     def __post_init__(self) -> None:
         # A private read-only copy: the caller mutating its dict must not change us.
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "security", MappingProxyType(dict(self.security)))
 
     def to_librdkafka(self) -> dict[str, OptionValue]:
         """The librdkafka option dict: defaults < ``extra`` < ``ENFORCED``."""
@@ -88,7 +95,7 @@ class ProducerConfig:
             # controller's ticks, which otherwise could pass a lease's TTL first.
             "reconnect.backoff.max.ms": 1000,
         }
-        return {**merged, **self.extra, **ENFORCED}
+        return {**merged, **self.security, **self.extra, **ENFORCED}
 
     def redacted(self) -> dict[str, OptionValue]:
         """The librdkafka options with credentials masked, for logs."""

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
+from collection_manager.kafka.security import from_environment
 
 logger = logging.getLogger(__name__)
 
@@ -21,9 +22,10 @@ _BACKOFF_CAP_S = 10.0
 
 
 def admin_client(bootstrap: str) -> AdminClient:
-    """An admin client whose librdkafka log lines go through Python logging."""
+    """An admin client (this process's security settings) whose librdkafka log lines go
+    through Python logging."""
     options: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
+        **from_environment().client_settings(bootstrap),
         "logger": LIBRDKAFKA_LOGGER,
         "socket.timeout.ms": int(_REQUEST_TIMEOUT_S * 1000),
     }

@@ -134,6 +134,10 @@ class RedisStore(StoreReads):
         client = redis.Redis.from_url(url, socket_connect_timeout=5)
         try:
             client.ping()
+        except redis.AuthenticationError as exc:
+            raise InfrastructureError(
+                f"Redis at {url} refused the user and password in CM_REDIS_URL: {exc}"
+            ) from exc
         except redis.RedisError as exc:
             raise InfrastructureError(f"Redis at {url} does not answer: {exc}") from exc
         return cls(client, **kwargs)

@@ -237,7 +237,9 @@ def _letters(topic: str, offsets: range) -> list[DeadLetter]:
 def test_a_replay_publishes_and_counts_each_dead_letter_once(
     kafka: str, redis: redis_lib.Redis, topics: dict[str, str]
 ) -> None:
-    producer: KafkaProducer = dead_letter_producer(kafka, 3_100_000, "test-dead-letters")
+    producer: KafkaProducer = dead_letter_producer(
+        kafka, 3_100_000, "test-dead-letters", security={}
+    )
     ledger = DeadLetterLedger(redis)
     before = ledger.counts()["published"]
     source, dead = topics["requests"], topics["large"]
