@@ -14,7 +14,7 @@ RUN python3 -m venv /opt/cm \
  && /opt/cm/bin/pip install -q --no-index --find-links /tmp/wheels collection-manager \
  && rm -rf /tmp/wheels
 # The connector's folder name carries the Spark version (spark_consumers/session.py).
-ARG SPARK_VERSION=4.0.0
+ARG SPARK_VERSION=4.2.0
 COPY jars/ /home/cm/.cache/collection-manager/spark-kafka-${SPARK_VERSION}/
 RUN mkdir -p /home/cm/state && chown -R cm /home/cm
 USER cm

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 from collection_manager.config.errors import ConfigError
 
 ENV_PREFIX = "CM_"
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 # Must equal the installed pyspark version: the connector is compiled against it.
-SPARK_VERSION = "4.0.0"
+SPARK_VERSION = "4.2.0"
 
 T = TypeVar("T")
 
