@@ -70,9 +70,16 @@ PLAN = (
     Bench("decode", (), ("--requests", "500", "--repeats", "1")),
     Bench(
         "e2e",
-        ("--duration", "60"),
+        ("--duration", "30"),
         ("--rate", "5000", "--duration", "5", "--updates", "100", "--keys", "500"),
         timeout_s=600,
+    ),
+    # Up to five steps per path (each about 40 s); a path stops at its first unsustained one.
+    Bench(
+        "capacity",
+        (),
+        ("--rates", "2000,4000", "--duration", "3", "--updates", "100", "--keys", "500"),
+        timeout_s=900,
     ),
 )
 

@@ -109,6 +109,7 @@ class PathResult:
     busy: float  # share of the wall time spent in batches
     window_s: float  # first send -> all applied
     phases: dict[str, float]  # seconds per phase during the load
+    updates: int  # updates the load carried (all applied once drained)
     placement: dict[str, int] = dataclasses.field(default_factory=dict)  # partitions
 
 
@@ -142,6 +143,7 @@ def summarize(
         busy=(after["busy"] - before["busy"]) / (end - start),
         window_s=end - start,
         phases={k: round(v - before.get(k, 0.0), 3) for k, v in after.items()},
+        updates=sum(m.updates for m in load),
     )
 
 

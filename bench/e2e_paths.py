@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import redis
 
 from bench import plain_loop
+from bench.cpu import cpu_by_kind
 from bench.e2e_workload import Message, Probe
 from collection_manager.config import ConsumerConfig, ReplicaConfig, from_env
 from collection_manager.devservices import Endpoints
@@ -95,6 +96,9 @@ class Watcher(threading.Thread):
             return sum(int(value or 0) for value in pipe.execute())
 
 
+CPU_PREFIX = "cpu:"  # a snapshot's CPU seconds of one process kind
+
+
 def machine_cpu_s() -> float:
     """CPU seconds used so far by every process on this machine, from ``/proc/stat``."""
     with open("/proc/stat") as stat:
@@ -107,7 +111,8 @@ def snapshot(phases: Phases, watcher: Watcher) -> dict[str, float]:
     """The consumer's phase totals, with what Redis and the machine used and what was written.
 
     ``written`` is the updates the store wrote after consolidation; Redis CPU and the
-    machine's CPU show where the load lands (the machine's includes anything else running).
+    machine's CPU show where the load lands (the machine's includes anything else running);
+    ``cpu:<kind>`` is the CPU of each process kind (``bench/cpu.py``).
     """
     info = watcher.client.info("cpu")
     return {
@@ -115,6 +120,7 @@ def snapshot(phases: Phases, watcher: Watcher) -> dict[str, float]:
         "redis_cpu": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
         "machine_cpu": machine_cpu_s(),
         "written": watcher.applied("updates"),
+        **{f"{CPU_PREFIX}{kind}": seconds for kind, seconds in cpu_by_kind().items()},
     }
 
 

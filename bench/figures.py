@@ -75,6 +75,51 @@ def e2e(result: Result) -> list[Figure]:
     ]
 
 
+def capacity(result: Result) -> list[Figure]:
+    """Each consumer's capacity at two latency bounds, and its CPU per million updates."""
+    found, paths = result["figures"]["capacity"], result["figures"]["paths"]
+    base = "plain consumer loop"
+    rows = [
+        Figure(
+            "capacity",
+            f"Spark: highest load sustained at p99 <= {bound:,} ms",
+            found["spark"][str(bound)],
+            "updates/s",
+            found["plain"][str(bound)],
+            base,
+            targets.CAPACITY_RATE if bound == targets.CAPACITY_P99_MS else None,
+            note=f"steps up to {max(s['offered'] for s in paths['spark']):,.0f} updates/s",
+        )
+        for bound in (targets.CAPACITY_P99_MS, 2 * targets.CAPACITY_P99_MS)
+    ]
+    spark, plain = _cheapest_common_step(paths["spark"], paths["plain"])
+    if spark is not None and plain is not None:
+        rows.append(
+            Figure(
+                "capacity",
+                "Spark: CPU seconds per million applied updates (every process)",
+                spark["cpu_s_per_million"]["all"],
+                "CPU s",
+                plain["cpu_s_per_million"]["all"],
+                base,
+                note=f"at the step of {spark['offered']:,.0f} updates/s offered",
+            )
+        )
+    return rows
+
+
+def _cheapest_common_step(
+    spark: list[Result], plain: list[Result]
+) -> tuple[Result | None, Result | None]:
+    """The steps of the highest rate both paths sustained (the same load for both)."""
+    kept = [
+        (s, p)
+        for s, p in zip(spark, plain, strict=False)
+        if math.isfinite(s["drain_s"]) and math.isfinite(p["drain_s"])
+    ]
+    return kept[-1] if kept else (None, None)
+
+
 def store_apply(result: Result) -> list[Figure]:
     """The store's apply rate against both HINCRBY baselines."""
     figures = result["figures"]
@@ -272,6 +317,7 @@ def _ratio(value: float, baseline: float) -> float:
 
 EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "e2e": e2e,
+    "capacity": capacity,
     "store_apply": store_apply,
     "store_delete": store_delete,
     "decode": decode,

@@ -77,6 +77,41 @@ def e2e(result: Result, canvas: Canvas) -> None:
     cdf.legend(fontsize=8)
 
 
+def capacity(result: Result, canvas: Canvas) -> None:
+    """p99 latency against offered load for both paths, and CPU per million updates by kind."""
+    paths = result["figures"]["paths"]
+    names = {"spark": "Spark", "plain": "plain loop (baseline)"}
+    colors = {"spark": OURS, "plain": BASE}
+    latency, cpu = canvas.subplots(1, 2)
+    for name, steps in paths.items():
+        latency.plot(
+            [s["offered"] for s in steps],
+            [s["p99_ms"] for s in steps],
+            marker="o",
+            color=colors[name],
+            label=names[name],
+        )
+    _target_line(latency, targets.CAPACITY_P99_MS, f"p99 {targets.CAPACITY_P99_MS:,} ms")
+    latency.set_yscale("log")
+    latency.set_xlabel("offered updates/s")
+    latency.set_ylabel("p99 publish-to-visible (ms)")
+    latency.legend(fontsize=8)
+    kinds = [k for k in paths["spark"][0]["cpu_s_per_million"] if k != "all"]
+    bottoms = dict.fromkeys(paths, 0.0)
+    for kind in kinds:
+        heights = [paths[name][0]["cpu_s_per_million"].get(kind, 0.0) for name in paths]
+        cpu.bar(
+            [names[name] for name in paths],
+            heights,
+            bottom=[bottoms[name] for name in paths],
+            label=kind,
+        )
+        for name, height in zip(paths, heights, strict=True):
+            bottoms[name] += height
+    cpu.set_ylabel("CPU s per million updates (lowest step)")
+    cpu.legend(fontsize=6)
+
+
 def store_apply(result: Result, canvas: Canvas) -> None:
     """The store's apply rate against both HINCRBY baselines."""
     figures = result["figures"]
@@ -266,6 +301,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "expiration": (expiration, (7, 4.5)),
     "cancel_to_quiet": (cancel_to_quiet, (8, 4.5)),
     "reader_latency": (reader_latency, (13, 4.5)),
+    "capacity": (capacity, (13, 4.5)),
 }
 
 

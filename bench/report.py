@@ -23,6 +23,9 @@ PLOTS = {
     "one-to-many) vs an append-only index",
     "expiration": "Stored future retractions with and without an expiration offset",
     "cancel_to_quiet": "Cancel-to-quiet time of every run vs the full-snapshot time",
+    "capacity": "Capacity: p99 publish-to-visible latency against offered load (log axis), "
+    "and CPU seconds per million updates by process kind at the lowest step, Spark vs the "
+    "plain-loop baseline",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }
@@ -280,6 +283,28 @@ def _intro(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def capacity_details(result: Mapping[str, Any]) -> list[str]:
+    """Every step of both paths, and where each step's CPU went per million updates."""
+    paths = result["figures"]["paths"]
+    labels = {"spark": "Spark", "plain": "plain loop (baseline)"}
+    kinds = [k for k in next(iter(paths.values()))[0]["cpu_s_per_million"] if k != "all"]
+    rows = [
+        [
+            labels[name],
+            number(s["offered"]),
+            number(s["applied"]),
+            number(s["p50_ms"]),
+            number(s["p99_ms"]),
+            number(s["drain_s"]),
+            *(number(s["cpu_s_per_million"].get(kind)) for kind in [*kinds, "all"]),
+        ]
+        for name, steps in paths.items()
+        for s in steps
+    ]
+    columns = ["consumer", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s"]
+    return _table([*columns, *kinds, "all (CPU s per million updates)"], rows)
+
+
 def render(results: Mapping[str, Any], plots: Mapping[str, str]) -> str:
     """The markdown report of ``results`` linking the ``plots`` (key -> relative path)."""
     benchmarks = results.get("benchmarks", {})
@@ -293,6 +318,18 @@ def render(results: Mapping[str, Any], plots: Mapping[str, str]) -> str:
     lines += ["## Results", "", *results_table(figures_of(benchmarks)), ""]
     if benchmarks.get("e2e", {}).get("status") == "ok":
         lines += ["### End to end, both paths", "", *e2e_details(benchmarks["e2e"]), ""]
+    if benchmarks.get("capacity", {}).get("status") == "ok":
+        details = capacity_details(benchmarks["capacity"])
+        lines += [
+            "### Capacity, step by step",
+            "",
+            "Each step offers the end-to-end load at one rate; CPU seconds per million "
+            "applied updates by process kind (`bench/cpu.py`), from the load's first send "
+            "until it was all applied.",
+            "",
+            *details,
+            "",
+        ]
     if benchmarks.get("reader_latency", {}).get("status") == "ok":
         details = reader_details(benchmarks["reader_latency"])
         lines += ["### Concurrent readers, per phase", "", *details, ""]

@@ -96,6 +96,34 @@ def _reader_latency(rows_deleted: int) -> dict[str, Any]:
     }
 
 
+def _step(offered: float, p99: float, drain_s: float, cpu: dict[str, float]) -> dict[str, Any]:
+    """One capacity step (``bench.capacity.step_figures``)."""
+    figures = _path(offered, p99 / 4, p99, drain_s)
+    del figures["latencies_ms"]
+    cpu_all = {**cpu, "all": sum(cpu.values())}
+    return {**figures, "offered": offered, "cpu_s_per_million": cpu_all, "updates": 1_000_000}
+
+
+def _capacity() -> dict[str, Any]:
+    """Spark sustains 20k and 40k (p99 800 ms, then 1,600 ms) and falls behind at 60k; the
+    plain loop sustains all three within 1 s."""
+    spark_cpu = {"Kafka broker": 5.0, "Spark JVM": 30.0, "Spark Python workers": 15.0}
+    plain_cpu = {"Kafka broker": 5.0, "Spark JVM": 0.0, "Spark Python workers": 0.0}
+    spark = [
+        _step(20_000.0, 800.0, 0.5, spark_cpu),
+        _step(40_000.0, 1_600.0, 1.0, {**spark_cpu, "Spark JVM": 20.0}),
+        _step(60_000.0, 9_000.0, float("inf"), spark_cpu),
+    ]
+    plain = [_step(rate, 150.0, 0.1, plain_cpu) for rate in (20_000.0, 40_000.0, 60_000.0)]
+    return {
+        "paths": {"plain": plain, "spark": spark},
+        "capacity": {
+            "plain": {"1000": 60_000.0, "2000": 60_000.0},
+            "spark": {"1000": 20_000.0, "2000": 40_000.0},
+        },
+    }
+
+
 def _ok(scale: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "wall_s": 12.5, "run_s": 11.0, "scale": scale, "figures": figures}
 
@@ -198,6 +226,7 @@ def fixture() -> dict[str, Any]:
                 "targets": [],
             },
         ),
+        "capacity": _ok({"rates": "20000,40000,60000", "duration": 15.0}, _capacity()),
     }
     return {
         "quick": False,
@@ -409,6 +438,40 @@ def test_reader_latency_details_list_every_phase_and_what_ran() -> None:
     assert deleting[7] == "7"
     assert deleting[8] == "delete of 1,000,000 rows, 2,000 ms; 1 function call, 1,950 ms each"
     assert "RedisStore.apply_requests" in markdown
+
+
+def test_capacity_is_the_highest_sustained_step_within_each_bound() -> None:
+    markdown = render(fixture(), {})
+    tight = _cells(_row(markdown, "highest load sustained at p99 <= 1,000 ms"))
+    assert tight[2:] == [
+        "20,000 updates/s",
+        "60,000 updates/s (plain consumer loop)",
+        "0.333x",
+        ">= 100,000 updates/s",
+        "**MISSED**",
+    ]
+    loose = _cells(_row(markdown, "highest load sustained at p99 <= 2,000 ms"))
+    assert loose[2:4] == ["40,000 updates/s", "60,000 updates/s (plain consumer loop)"]
+    assert loose[5:] == ["", ""]
+
+
+def test_capacity_cpu_compares_the_highest_step_both_sustained() -> None:
+    markdown = render(fixture(), {})
+    cpu = _cells(_row(markdown, "CPU seconds per million applied updates"))
+    assert cpu[2:5] == ["40 CPU s", "5 CPU s (plain consumer loop)", "8x"]
+    assert "40,000 updates/s offered" in cpu[1]
+
+
+def test_capacity_details_list_every_step_with_its_cpu_by_kind() -> None:
+    markdown = render(fixture(), {})
+    assert "### Capacity, step by step" in markdown
+    unsustained = _cells(_row(markdown, "| Spark | 60,000 |", "| ∞ |"))
+    assert unsustained[4:6] == ["9,000", "∞"]
+    assert unsustained[6:] == ["5", "30", "15", "50"]
+    plain = [
+        line for line in markdown.splitlines() if line.endswith("| 150 | 0.1 | 5 | 0 | 0 | 5 |")
+    ]
+    assert len(plain) == 3
 
 
 def test_bench_all_is_a_subcommand() -> None:

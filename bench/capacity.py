@@ -1,0 +1,145 @@
+"""Capacity: the highest load each consumer sustains, and where its CPU goes.
+
+The load of ``bench.e2e`` is offered step by step at rising rates (``--rates``), to the
+plain confluent-kafka loop (the baseline) and to the Spark consumer, one after the other
+in one run, each step on a fresh topic and fresh collections. A step is sustained when
+everything offered was applied within ``--drain-timeout`` after the last send; a path stops
+climbing once a step's p99 passes ``--stop-above-ms``. Capacity at a latency bound is the
+highest offered rate of a sustained step whose p99 publish-to-visible latency is within it.
+
+CPU: each step samples the CPU seconds of every process kind (``bench/cpu.py``: Kafka
+broker, Redis, this process with the producer, watcher and Spark driver, Spark's JVM and
+Python workers, the plain loop) when the load starts and once it is applied, and divides
+by the updates it carried: CPU seconds per million applied updates, a figure that does
+not depend on how fast this machine is. The producer and the watcher are in both paths.
+
+Run: ``.venv/bin/python -m bench.capacity [--rates 20000,40000,60000,80000,100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+
+from bench.common import report, services
+from bench.cpu import KINDS, per_million
+from bench.e2e import PathResult, path_figures, run_path
+from bench.e2e_paths import CPU_PREFIX, plain_consumer, spark_consumer
+from bench.targets import CAPACITY_P99_MS
+from collection_manager.config import InfraConfig, SparkConfig, from_env
+from collection_manager.devservices import Endpoints
+from spark_consumers.session import build_spark_session
+
+SECOND_BOUND_MS = 2_000  # the looser bound capacity is also given at
+PATHS = {"plain": "plain loop (baseline)", "spark": "Spark"}
+
+
+def step_figures(result: PathResult) -> dict[str, Any]:
+    """One step's figures: e2e's (without the latency list) and CPU per million updates."""
+    figures = {k: v for k, v in path_figures(result).items() if k != "latencies_ms"}
+    before = dict.fromkeys(KINDS, 0.0)
+    used = {kind: result.phases.get(CPU_PREFIX + kind, 0.0) for kind in KINDS}
+    figures["cpu_s_per_million"] = per_million(before, used, result.updates)
+    figures["updates"] = result.updates
+    return figures
+
+
+def sustained(step: Mapping[str, Any]) -> bool:
+    """Everything offered was applied (within the drain timeout)."""
+    return math.isfinite(step["drain_s"])
+
+
+def capacity(steps: Sequence[Mapping[str, Any]], p99_bound_ms: float) -> float | None:
+    """The highest offered rate of a sustained step with p99 within ``p99_bound_ms``."""
+    within = [s["offered"] for s in steps if sustained(s) and s["p99_ms"] <= p99_bound_ms]
+    return max(within, default=None)
+
+
+def climb(
+    label: str,
+    consumer: Callable[[str], Any],
+    endpoints: Endpoints,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """The steps of one path, until one is not sustained or its p99 passes the stop bound."""
+    steps: list[dict[str, Any]] = []
+    for rate in (float(r) for r in args.rates.split(",")):
+        step_args = argparse.Namespace(**{**vars(args), "rate": rate})
+        steps.append(step_figures(run_path(label, consumer, endpoints, step_args)))
+        if not sustained(steps[-1]) or steps[-1]["p99_ms"] > args.stop_above_ms:
+            break
+    return steps
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Both paths' steps and capacities."""
+    paths: dict[str, list[dict[str, Any]]] = {}
+    with services() as endpoints:
+        paths["plain"] = climb(
+            "plain", lambda topic: plain_consumer(endpoints, topic), endpoints, args
+        )
+        config = dataclasses.replace(from_env(SparkConfig), spark_master=args.master)
+        spark = build_spark_session(config, from_env(InfraConfig), "bench-capacity")
+        spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        paths["spark"] = climb(
+            "spark",
+            lambda topic: spark_consumer(spark, endpoints, topic, args.trigger_ms),
+            endpoints,
+            args,
+        )
+    return {
+        "paths": paths,
+        "capacity": {
+            name: {
+                str(bound): capacity(steps, bound) for bound in (CAPACITY_P99_MS, SECOND_BOUND_MS)
+            }
+            for name, steps in paths.items()
+        },
+    }
+
+
+def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
+    rows = [
+        [PATHS[name], s["offered"], s["applied"], s["p50_ms"], s["p99_ms"], s["drain_s"],
+         s["cpu_s_per_million"].get("all", math.nan)]
+        for name, steps in result["paths"].items()
+        for s in steps
+    ]  # fmt: skip
+    columns = ["consumer", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s", "CPU s/M"]
+    report("capacity", columns, rows, {"settings": vars(args), "capacity": result["capacity"]})
+    console = Console()
+    for name, found in result["capacity"].items():
+        for bound, rate in found.items():
+            shown = "none of the steps" if rate is None else f"{rate:,.0f} updates/s"
+            console.print(f"{PATHS[name]}: capacity at p99 <= {bound} ms: {shown}")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ladder of loads and the load's shape (as ``bench.e2e``'s)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rates", default="20000,40000,60000,80000,100000")
+    parser.add_argument("--duration", type=float, default=15, help="seconds of load per step")
+    parser.add_argument("--updates", type=int, default=500, help="updates per request (even)")
+    parser.add_argument("--keys", type=int, default=5_000, help="rows per replica and collection")
+    parser.add_argument("--probe-every", type=int, default=4, help="requests per probe")
+    parser.add_argument("--trigger-ms", type=int, default=500)
+    parser.add_argument("--drain-timeout", type=float, default=20, help="seconds")
+    parser.add_argument(
+        "--stop-above-ms", type=float, default=4_000, help="stop climbing past this p99"
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master")
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
+    _report(run(args), args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""CPU seconds per process kind, from ``/proc``: where a benchmark's CPU goes.
+
+A kind is a set of process trees: the Kafka broker and Redis (their recorded pids), this
+benchmark process (the producer, the watcher and, for Spark, the driver), the Spark JVM
+(this process's Java child), Spark's Python workers (the JVM's ``pyspark`` descendants)
+and the plain loop (a Python child). A process counts its own time and the time of the
+children it reaped (``cutime``/``cstime``), so Python workers that exited between two
+samples are still counted, once, by the daemon that reaped them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from collection_manager.config import InfraConfig, from_env
+from collection_manager.devservices.services import load_services
+
+BROKER, REDIS, BENCH, JVM, WORKERS, PLAIN = (
+    "Kafka broker",
+    "Redis",
+    "benchmark process (producer, watcher, Spark driver)",
+    "Spark JVM",
+    "Spark Python workers",
+    "plain loop process",
+)
+KINDS = (BROKER, REDIS, BENCH, JVM, WORKERS, PLAIN)
+SERVICES = {"kafka": BROKER, "redis": REDIS}  # the names in the services record
+
+
+def parse_stat(text: str) -> tuple[int, float]:
+    """(parent pid, CPU ticks of the process and its reaped children) of a ``stat`` line."""
+    # The command name is in parentheses and may hold spaces: split after its last ')'.
+    fields = text[text.rindex(")") + 2 :].split()
+    utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
+    return int(fields[1]), float(utime + stime + cutime + cstime)
+
+
+def process_table() -> dict[int, tuple[int, float, str]]:
+    """pid -> (parent pid, CPU seconds, command line) of every process now."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent, cpu = parse_stat((entry / "stat").read_text())
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue  # it exited meanwhile
+        found[int(entry.name)] = (parent, cpu / ticks, cmdline)
+    return found
+
+
+def classify(
+    processes: Mapping[int, tuple[int, float, str]], me: int, services: Mapping[str, int]
+) -> dict[str, float]:
+    """CPU seconds per kind (pure: ``processes`` as ``process_table`` returns them).
+
+    Args:
+        me: this benchmark's pid.
+        services: the broker's and Redis's pids, by kind (absent: not measured).
+    """
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _cpu, _cmd) in processes.items():
+        children.setdefault(parent, []).append(pid)
+
+    def tree(root: int) -> Iterable[int]:
+        yield root
+        for child in children.get(root, ()):
+            yield from tree(child)
+
+    totals = dict.fromkeys(KINDS, 0.0)
+    for kind, pid in services.items():
+        if pid in processes:
+            totals[kind] = sum(processes[p][1] for p in tree(pid))
+    if me in processes:
+        totals[BENCH] = processes[me][1]
+    for child in children.get(me, ()):
+        command = processes[child][2]
+        if "java" in command.split(" ")[0]:
+            jvm = [p for p in tree(child) if "pyspark" not in processes[p][2]]
+            totals[JVM] += sum(processes[p][1] for p in jvm)
+            totals[WORKERS] += sum(
+                processes[p][1] for p in tree(child) if "pyspark" in processes[p][2]
+            )
+        elif "python" in command:
+            totals[PLAIN] += sum(processes[p][1] for p in tree(child))
+    return totals
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds used so far per kind (see ``classify``), the services' pids as recorded
+    by the local services this run uses (configured services are not measured)."""
+    recorded = load_services(from_env(InfraConfig).services_file)
+    services = {kind: recorded[name].pid for name, kind in SERVICES.items() if name in recorded}
+    return classify(process_table(), os.getpid(), services)
+
+
+def per_million(
+    before: Mapping[str, float], after: Mapping[str, float], updates: int
+) -> dict[str, float]:
+    """CPU seconds per million updates per kind between two samples (and ``all``)."""
+    used = {kind: max(0.0, after[kind] - before.get(kind, 0.0)) for kind in after}
+    used["all"] = sum(used.values())
+    return {kind: seconds / updates * 1e6 for kind, seconds in used.items()} if updates else {}
