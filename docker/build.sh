@@ -33,8 +33,13 @@ build() { # image, Dockerfile, context, more docker build arguments
 
 build cm-redis docker/redis.Dockerfile docker
 
+version() { .venv/bin/python -c "from collection_manager.config import $1; print($1)"; }
+KAFKA_VERSION="$(version KAFKA_VERSION)"
+SPARK_VERSION="$(version SPARK_VERSION)"
+
 mkdir -p "$STAGE/kafka/libs"
-cp "$CACHE"/kafka-*/*.jar "$STAGE/kafka/libs/"
+# This version's jars only: the cache keeps those of earlier versions too.
+cp "$CACHE/kafka-$KAFKA_VERSION"/*.jar "$STAGE/kafka/libs/"
 cp docker/kafka-entrypoint.sh "$STAGE/kafka/"
 build cm-kafka docker/kafka.Dockerfile "$STAGE/kafka"
 
@@ -43,6 +48,5 @@ mkdir -p "$STAGE/app/wheels" "$STAGE/src"
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$STAGE/src"
 # async-timeout: redis needs it on Debian's Python 3.11.2 (< 3.11.3), not on newer ones.
 .venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels" "$STAGE/src" async-timeout
-SPARK_VERSION="$(.venv/bin/python -c 'from collection_manager.config import SPARK_VERSION; print(SPARK_VERSION)')"
 cp -r "$CACHE/spark-kafka-$SPARK_VERSION" "$STAGE/app/jars"
 build cm-app docker/app.Dockerfile "$STAGE/app" --build-arg "SPARK_VERSION=$SPARK_VERSION"
