@@ -15,11 +15,11 @@ import time
 from collections.abc import Iterable, MutableSequence
 from typing import Any, Protocol
 
-import redis
 from confluent_kafka import Consumer, KafkaException, Message
 
 from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.store import RedisStore
@@ -136,8 +136,8 @@ def run(settings: LoopSettings, ready: Flag, stop: Flag, timings: MutableSequenc
             array when the loop runs in another process).
     """
     store = RedisStore.connect(settings.redis_url)
-    ledger = DeadLetterLedger(redis.Redis.from_url(settings.redis_url))
-    issued = IssuedEpochs(redis.Redis.from_url(settings.redis_url), settings.replica_namespace)
+    ledger = DeadLetterLedger(redis_client(settings.redis_url))
+    issued = IssuedEpochs(redis_client(settings.redis_url), settings.replica_namespace)
     # A benchmark baseline: the generous limit, without asking the broker.
     dead_letters = dead_letter_producer(
         settings.bootstrap, producer_max_bytes(None), "plain-loop-dlq", security={}

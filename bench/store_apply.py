@@ -22,6 +22,7 @@ import redis
 from bench.common import report, services
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 
 UPDATES_PER_REQUEST = 1_000
@@ -94,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measures the store and both baselines; returns their updates/s."""
     with services() as endpoints:
-        client = redis.Redis.from_url(endpoints.redis_url)
+        client = redis_client(endpoints.redis_url)
         store = RedisStore(client, log_max_length=100_000)
         name = "bench-apply"
         store.drop_collection(name)

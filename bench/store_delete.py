@@ -11,12 +11,11 @@ import statistics
 import time
 from typing import Any
 
-import redis
-
 from bench.common import report, services
 from collection_manager.core.filters import eq, prefix
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 
 VICTIM_ROWS = 1_000
@@ -93,7 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Median indexed and scan delete times per collection size (scan None when skipped)."""
     sizes = []
     with services() as endpoints:
-        store = RedisStore(redis.Redis.from_url(endpoints.redis_url), log_max_length=10_000)
+        store = RedisStore(redis_client(endpoints.redis_url), log_max_length=10_000)
         for size in (int(s) for s in args.sizes.split(",")):
             start = time.perf_counter()
             collection = _Collection(store, size)

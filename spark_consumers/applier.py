@@ -19,6 +19,7 @@ import redis
 from collection_manager.config import ConsumerConfig
 from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
@@ -124,7 +125,7 @@ def _client(redis_url: str) -> redis.Redis:
     # One client (one connection pool) per Redis for the replica record, the issued epochs
     # and the dead-letter ledger of this worker, rather than one each.
     if redis_url not in _clients:
-        _clients[redis_url] = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+        _clients[redis_url] = redis_client(redis_url, socket_connect_timeout=5)
     return _clients[redis_url]
 
 

@@ -13,11 +13,10 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.kafka import security
 from collection_manager.kafka.topics import admin_client
+from collection_manager.storage.client import redis_client
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
 from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
@@ -85,7 +84,7 @@ def start_consumer(
     # anything the request topic holds.
     max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
     admin = admin_client(bootstrap)
-    client = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+    client = redis_client(redis_url, socket_connect_timeout=5)
     try:
         plan = plan_start(spark, config.checkpoint_dir, config.topic, admin, client)
     finally:

@@ -17,6 +17,7 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.keys import consumer_key
 
@@ -60,7 +61,7 @@ class BatchMetrics:
 
 @cache
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    return redis_client(url)
 
 
 def record_batch(redis_url: str, topic: str, metrics: BatchMetrics) -> None:

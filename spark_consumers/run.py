@@ -11,7 +11,6 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-import redis
 from confluent_kafka import KafkaException
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
@@ -20,6 +19,7 @@ from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.topics import await_topic
+from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
@@ -36,7 +36,7 @@ from spark_consumers.ttl_clock import ttl_clock_ms
 # with an error (it is started again where Redis's progress says). A ProgressMismatchError
 # is not among them: progress of another Kafka cluster needs an operator's decision.
 TRANSIENT_FAULTS: tuple[type[BaseException], ...] = (
-    redis.RedisError,
+    *REDIS_FAULTS,
     KafkaException,
     InfrastructureError,
     TopicConfigError,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import redis
 
 from collection_manager.config import redact_url
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import consumer_key
 
 logger = logging.getLogger(__name__)
@@ -111,11 +112,14 @@ class Outage:
             "since_ms": int((self.since or self._clock()) * 1000),
             "cause": self.cause,
         }
-        client = redis.Redis.from_url(self._redis_url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            client = redis_client(self._redis_url, socket_connect_timeout=1, socket_timeout=1)
+        except redis.RedisError:
+            return  # Redis is down too: the log line is the record.
         try:
             client.hset(consumer_key(self._topic), "health", json.dumps(fields))
         except redis.RedisError:
-            pass  # Redis is down too: the log line is the record.
+            pass
         finally:
             client.close()
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-import redis
 from confluent_kafka import KafkaException
 
 from collection_manager.config import redact_url
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.storage.client import REDIS_FAULTS
 
 # Exit codes: 1 for a fault of the command's input or services, 130 for Ctrl-C.
 FAILED = 1
@@ -23,7 +23,7 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+")
 
 SERVICE_FAULTS: tuple[type[BaseException], ...] = (
     CollectionManagerError,
-    redis.RedisError,
+    *REDIS_FAULTS,
     KafkaException,
     OSError,
 )
@@ -38,7 +38,7 @@ def describe(exc: BaseException) -> str:
     """One line saying what failed and, for a service fault, what to check."""
     if isinstance(exc, CollectionManagerError):
         return redact(str(exc))
-    if isinstance(exc, redis.RedisError):
+    if isinstance(exc, REDIS_FAULTS):
         return redact(
             f"Redis failed ({type(exc).__name__}: {exc}); check CM_REDIS_URL or "
             "`collection-manager infra status`"

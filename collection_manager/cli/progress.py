@@ -11,10 +11,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from collection_manager import devservices
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.progress import ProgressRecord
 from spark_consumers.checkpoint import SPARK_ENTRIES
 
@@ -37,7 +36,7 @@ def run_reset(args: argparse.Namespace) -> int:
     infra = from_env(InfraConfig)
     config = from_env(ConsumerConfig).with_checkpoint(infra)
     endpoints = devservices.running(infra, needs=("redis",))
-    client = redis.Redis.from_url(endpoints.redis_url, socket_connect_timeout=5)
+    client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
     try:
         forgotten = ProgressRecord(client, config.topic).forget_topic()
     finally:

@@ -20,6 +20,7 @@ from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.kafka.security import from_environment
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
@@ -353,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
     store = RedisStore.connect(endpoints.redis_url)
     topic = args.topic or from_env(ConsumerConfig).topic
-    client = redis.Redis.from_url(endpoints.redis_url, decode_responses=True)
+    client = redis_client(endpoints.redis_url, decode_responses=True)
     try:
         raw = cast(dict[str, str], client.hgetall(consumer_key(topic)))
         recorded = {

@@ -38,9 +38,13 @@ from collection_manager.core.filters import eq
 from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
 from schemas.codec import encode_request
 from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
+
+# What a lease check or a removal survives: it is logged and retried at the next check.
+CONTROLLER_FAULTS: tuple[type[Exception], ...] = (CollectionManagerError, *REDIS_FAULTS)
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +99,7 @@ class Controller:
     ) -> Controller:
         """A controller with its own producer and Redis client."""
         # A socket timeout too: a paused Redis must not hang the lease loop for good.
-        client = redis.Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=10)
+        client = redis_client(redis_url, socket_connect_timeout=5, socket_timeout=10)
         producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-ctl"))
         return cls(producer, client, topic, config)
 
@@ -223,7 +227,7 @@ class Controller:
                 if self.remove_replica(lease.replica_id, reason, epoch=lease.epoch) is not None:
                     logger.warning("replica %s epoch %d: %s", lease.replica_id, lease.epoch, reason)
                     removed.append(lease.replica_id)
-            except (CollectionManagerError, redis.RedisError) as exc:
+            except CONTROLLER_FAULTS as exc:
                 logger.error("removing %s failed, will retry: %s", lease.replica_id, exc)
         return removed
 
@@ -241,7 +245,7 @@ class Controller:
         while not stop.is_set():
             try:
                 self.check_leases()
-            except (CollectionManagerError, redis.RedisError) as exc:
+            except CONTROLLER_FAULTS as exc:
                 logger.error("lease check failed, retrying: %s", exc)
             stop.wait(interval)
 

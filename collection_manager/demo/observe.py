@@ -15,13 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import redis
 from confluent_kafka import Consumer, TopicPartition
 
 from collection_manager.control.controller import Controller, ReplicaStatus
 from collection_manager.core.specs import Row
 from collection_manager.demo.frames import ConsumerView
 from collection_manager.kafka.security import from_environment
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
@@ -101,7 +101,7 @@ class Observer:
         self.store = store
         self.collections = list(collections)
         self._controller = controller
-        self._redis = redis.Redis.from_url(redis_url, decode_responses=True)
+        self._redis = redis_client(redis_url, decode_responses=True)
         self._topic = topic
         self._checkpoint = checkpoint
         # Only for metadata and end offsets: it never subscribes nor commits.

@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import redis
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -44,6 +43,7 @@ from collection_manager.demo.phases import DemoError, DemoRun, Reporter
 from collection_manager.demo.verify import Verification, verify
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.kafka.security import from_environment
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
 from schemas.codec import encode_request
@@ -158,7 +158,7 @@ def _open(
     replica_config = options.replica_config()
     store = RedisStore.connect(endpoints.redis_url)
     producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))
-    client = redis.Redis.from_url(endpoints.redis_url, socket_connect_timeout=5)
+    client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
     controller = Controller(producer, client, consumer_config.topic, replica_config)
     stack.callback(_close_controller, controller, producer)
     _ensure_collections(store, replica_config.collection_suffix)

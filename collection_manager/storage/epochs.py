@@ -32,9 +32,13 @@ class IssuedEpochs:
         self.namespace = namespace
 
     def highest(self, replica_ids: Collection[str]) -> dict[str, int]:
-        """Replica id -> highest issued epoch, in one round trip; those with none left out."""
+        """Replica id -> highest issued epoch, in one round trip (one per node of a
+        cluster: the counters are independent keys); those with none left out."""
         ids = sorted(replica_ids)
         if not ids:
             return {}
-        values = self._client.mget([epoch_key(self.namespace, r) for r in ids])
+        pipe = self._client.pipeline(transaction=False)
+        for replica_id in ids:
+            pipe.get(epoch_key(self.namespace, replica_id))
+        values = pipe.execute()
         return {r: int(v) for r, v in zip(ids, values, strict=True) if v is not None}

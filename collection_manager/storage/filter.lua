@@ -59,7 +59,8 @@ matches = function(f, row)
 end
 
 -- The rows a filter must be checked on: those of the given index sets, or all of them.
--- The index sets' keys are derived from index_prefix, not declared: fine on one node.
+-- The index sets' keys are derived from index_prefix, not declared: they share the
+-- collection's slot, and its declared migration guard keeps calls off a migrating slot.
 local function candidates(contents, index_prefix, index_keys)
   if index_keys == nil then return redis.call('HKEYS', contents) end
   local rows, seen = {}, {}

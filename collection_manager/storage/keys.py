@@ -34,6 +34,7 @@ FUNCTION_KEYS = (
     "refused",
     "expiries",
     "pending",
+    "migration_guard",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
 LOG_ROWS_FIELD = "r"
@@ -135,6 +136,18 @@ class CollectionKeys:
         return f"{self._base}:pending"
 
     @property
+    def migration_guard(self) -> str:
+        """A key never written, declared to every collection function (Redis Cluster).
+
+        The functions also touch index sets they do not declare. While the collection's
+        slot migrates, a function must not run with some of those already moved: Redis
+        runs a call in a migrating slot only when every declared key is on the node, and
+        this one never is, so each call is answered TRYAGAIN (``library.call`` waits)
+        until the slot has moved, and then runs whole on its new node.
+        """
+        return f"{self._base}:migration-guard"
+
+    @property
     def index_prefix(self) -> str:
         """Prefix of the secondary index sets, ``<prefix><column>:<value>`` -> rows."""
         return f"{self._base}:idx:"
@@ -175,11 +188,22 @@ class ReplicaKeys:
         return f"{self.namespace}:leases"
 
     @property
+    def _tagged(self) -> str:
+        # Sightings and log times are written and read together (one script, one
+        # transaction), so on a Redis Cluster they must share a slot: the namespace is
+        # their hash tag.
+        return f"{{{self.namespace}}}"
+
+    @property
     def seen(self) -> str:
         """Hash: replica id -> JSON sighting (the latest control request applied)."""
-        return f"{self.namespace}:seen"
+        return f"{self._tagged}:seen"
 
     @property
     def log_times(self) -> str:
         """Hash: ``topic:partition`` -> the log time, the newest tick applied there (ms)."""
-        return f"{self.namespace}:log-time"
+        return f"{self._tagged}:log-time"
+
+    def untagged(self) -> dict[str, str]:
+        """The names ``seen`` and ``log_times`` had before their hash tag -> their names."""
+        return {f"{self.namespace}:seen": self.seen, f"{self.namespace}:log-time": self.log_times}

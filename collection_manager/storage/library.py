@@ -14,6 +14,7 @@ processes that share a Redis must run one version of the library.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -21,6 +22,7 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.client import on_every_primary
 from collection_manager.storage.counters import COUNTERS
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import FUNCTION_KEYS, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
@@ -61,6 +63,11 @@ def part_source(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text()
 
 
+# How long a function call waits for a migrating slot (redis-cli moves a slot's keys in
+# batches; a slot of a large collection takes seconds).
+MIGRATION_WAIT_S = 60.0
+
+
 @cache
 def library() -> tuple[str, str]:
     """``(source, version)`` of the library; the version is a hash of everything else."""
@@ -71,15 +78,19 @@ def library() -> tuple[str, str]:
 
 
 def _loaded_version(client: redis.Redis) -> str | None:
+    """The library version every primary holds; None unless they all hold the same."""
     try:
-        loaded = client.fcall_ro(VERSION_FUNCTION, 0)
+        loaded = {
+            reply.decode() if isinstance(reply, bytes) else str(reply)
+            for reply in on_every_primary(client, "FCALL_RO", VERSION_FUNCTION, 0)
+        }
     except redis.ResponseError:  # no library yet, one without cm_version, or Redis < 7
         return None
-    return loaded.decode() if isinstance(loaded, bytes) else str(loaded)
+    return loaded.pop() if len(loaded) == 1 else None
 
 
 def ensure_loaded(client: redis.Redis, force: bool = False) -> None:
-    """Loads the library unless Redis holds this version of it already.
+    """Loads the library unless Redis (every primary of a cluster) holds this version.
 
     Raises:
         StorageError: when Redis refuses the library (one older than 7.0 cannot load it).
@@ -106,13 +117,24 @@ def call(
     """``FCALL`` (``FCALL_RO`` when ``read_only``) of one function of the library.
 
     Loads the library again and calls once more if Redis lost it (``FUNCTION FLUSH``, a
-    restart without persistence), as redis-py's scripts do on ``NOSCRIPT``.
+    restart without persistence), as redis-py's scripts do on ``NOSCRIPT``. Waits while
+    the collection's slot of a Redis Cluster migrates (``TRYAGAIN``: the call did not run)
+    for up to ``MIGRATION_WAIT_S``, then lets the error through as any Redis fault.
     """
     fcall = client.fcall_ro if read_only else client.fcall
-    try:
-        return fcall(function, len(keys), *keys, *args)
-    except redis.ResponseError as exc:
-        if "function not found" not in str(exc).lower():
-            raise
-    ensure_loaded(client, force=True)
-    return fcall(function, len(keys), *keys, *args)
+    deadline = time.monotonic() + MIGRATION_WAIT_S
+    pause = 0.02
+    while True:
+        try:
+            return fcall(function, len(keys), *keys, *args)
+        except (redis.exceptions.TryAgainError, redis.exceptions.ClusterError):
+            # The cluster client gives up on TRYAGAIN after 16 tries ("TTL exhausted.").
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
+        except redis.ResponseError as exc:
+            if "function not found" not in str(exc).lower():
+                raise
+            ensure_loaded(client, force=True)
+            return fcall(function, len(keys), *keys, *args)

@@ -19,6 +19,7 @@ from typing import Any
 
 import redis
 
+from collection_manager.storage.client import on_every_primary, redis_client
 from collection_manager.storage.dead_letters import DONE
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.keys import CATALOG, CollectionKeys
@@ -57,8 +58,13 @@ class Forgotten:
 
 
 def run_id(client: redis.Redis) -> str:
-    """The run id of the Redis process ``client`` talks to (new at every Redis start)."""
-    return str(client.info("server")["run_id"])
+    """The run id of the Redis process ``client`` talks to (new at every Redis start).
+
+    Of a cluster: the run ids of its primaries, sorted and joined by commas.
+    """
+    return ",".join(
+        sorted(str(info["run_id"]) for info in on_every_primary(client, "INFO", "server"))
+    )
 
 
 class RedisRestartedError(StorageError, redis.RedisError):
@@ -70,7 +76,13 @@ class RedisRestartedError(StorageError, redis.RedisError):
 
 
 def guarded_client(url: str, expected_run_id: str, **kwargs: Any) -> redis.Redis:
-    """A client whose every (re)connection checks that Redis is still process ``run_id``."""
+    """A client whose every (re)connection checks that Redis is still process ``run_id``.
+
+    On a cluster every node connected to must be one of the primaries the run id lists:
+    a restarted node, a replica promoted by a failover or a node added since may lack
+    writes the consumer made (or never had them), so the consumer starts again.
+    """
+    expected = expected_run_id.split(",")
 
     def connect(connection: Any) -> None:
         connection.on_connect()
@@ -81,13 +93,13 @@ def guarded_client(url: str, expected_run_id: str, **kwargs: Any) -> redis.Redis
             (line.split(":", 1)[1].strip() for line in text.splitlines() if "run_id:" in line),
             "",
         )
-        if found != expected_run_id:
+        if found not in expected:
             raise RedisRestartedError(
                 f"Redis restarted (run id {expected_run_id} is now {found}): it may have lost "
                 "its latest writes; the consumer starts again from what Redis holds"
             )
 
-    return redis.Redis.from_url(url, redis_connect_func=connect, **kwargs)
+    return redis_client(url, redis_connect_func=connect, **kwargs)
 
 
 class ProgressRecord:

@@ -19,6 +19,7 @@ incarnations from renewing: the next sighting replaces it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,7 @@ import redis
 
 from collection_manager.core.requests import Heartbeat, ReplicaAdded, ReplicaRemoved, Request
 from collection_manager.core.ticks import is_tick, newest_tick
+from collection_manager.storage.client import is_cluster_node
 from collection_manager.storage.keys import ReplicaKeys, watermark_field
 
 # KEYS: seen, log times. ARGV: the log-time field, the newest tick time ("" for none), then
@@ -130,6 +132,16 @@ class ReplicaRecord:
         self._client = client
         self.keys = ReplicaKeys(namespace)
         self._record = client.register_script(_RECORD)
+        self._adopt_untagged()
+
+    def _adopt_untagged(self) -> None:
+        """Renames the records of a Redis written before their hash tag (RENAMENX: never
+        over newer records). A cluster never held them untagged: it could not."""
+        if is_cluster_node(self._client):
+            return
+        for old, new in self.keys.untagged().items():
+            with contextlib.suppress(redis.ResponseError):  # no such key: nothing to adopt
+                self._client.renamenx(old, new)
 
     def record(
         self,

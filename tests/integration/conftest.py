@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from tests.integration import engine as docker_engine_lib
 from tests.integration.own_services import OwnContainer, OwnProcess, OwnService
@@ -130,7 +131,7 @@ def kafka(endpoints: devservices.Endpoints) -> str:
 @pytest.fixture(scope="session")
 def redis(endpoints: devservices.Endpoints) -> Iterator[redis_lib.Redis]:
     """A client of a real Redis."""
-    client = redis_lib.Redis.from_url(endpoints.redis_url)
+    client = redis_client(endpoints.redis_url)
     yield client
     client.close()
 

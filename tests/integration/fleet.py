@@ -12,14 +12,13 @@ import threading
 from collections import Counter
 from typing import Any
 
-import redis
-
 from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.control.leases import Lease
 from collection_manager.control.members import ACTIVE
 from collection_manager.core.filters import eq
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
 from producers.agent import TTL_COLLECTIONS, AgentConfig, ReplicaAgent
@@ -81,7 +80,7 @@ class Fleet:
             assert lease is not None
             agents.append(agent)
             granted[replica_id] = lease.renewed_at
-        client = redis.Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=5)
+        client = redis_client(redis_url, socket_connect_timeout=5, socket_timeout=5)
         record = ReplicaRecord(client, config.replica_namespace)
         return cls(controller, agents, specs, granted, record, stop, loop)
 

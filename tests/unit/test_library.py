@@ -93,7 +93,7 @@ class FakeRedis:
             raise redis.ResponseError(self.errors.pop(0))
         return [b"requests", 1]
 
-    fcall = fcall_ro = _answer
+    fcall = fcall_ro = execute_command = _answer
 
     def function_load(self, source: str, replace: bool = False) -> None:
         if self.errors:

@@ -1,0 +1,56 @@
+"""Redis clients for one Redis or a Redis Cluster, told apart by asking the server.
+
+``CM_REDIS_URL`` names a single Redis or any node of a cluster; ``redis_client`` asks that
+server (``INFO cluster``) and returns redis-py's cluster client for a cluster node, which
+discovers the other nodes and follows MOVED and ASK redirections while slots move. Every
+command the product sends keeps to one hash slot (``keys.py``), so both clients serve it
+alike; what differs is only what concerns every node: the function library
+(``library.py``) and the run ids a consumer checks (``progress.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import redis
+from redis.exceptions import RedisClusterException
+
+
+def redis_client(url: str, **kwargs: Any) -> redis.Redis:
+    """A client of the Redis at ``url``: a cluster client when it is a cluster node.
+
+    ``kwargs`` go to every connection (timeouts, ``decode_responses``, a connect hook).
+
+    Raises:
+        redis.RedisError: when the server does not answer (as the first command would).
+    """
+    single = redis.Redis.from_url(url, **kwargs)
+    if not is_cluster_node(single):
+        return single
+    single.close()
+    # The cluster client offers the same commands for keys of one slot; typed as the
+    # single client so that callers need not care which one they hold.
+    return cast(redis.Redis, redis.RedisCluster.from_url(url, **kwargs))
+
+
+def is_cluster_node(client: redis.Redis) -> bool:
+    """Whether ``client`` talks to a node of a Redis Cluster."""
+    if isinstance(client, redis.RedisCluster):
+        return True
+    return bool(client.info("cluster").get("cluster_enabled"))
+
+
+def on_every_primary(client: redis.Redis, *command: Any) -> list[Any]:
+    """``command``'s reply from each primary of a cluster, or from the one Redis."""
+    if not isinstance(client, redis.RedisCluster):
+        return [client.execute_command(*command)]
+    cluster = cast(redis.RedisCluster, client)
+    return [
+        cluster.execute_command(*command, target_nodes=node) for node in cluster.get_primaries()
+    ]
+
+
+# What a Redis or a Redis Cluster raises when it does not answer or refuses a call:
+# redis-py's cluster client raises RedisClusterException (not a RedisError) when it
+# reaches no node at all.
+REDIS_FAULTS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
