@@ -74,12 +74,13 @@ PLAN = (
         ("--rate", "5000", "--duration", "5", "--updates", "100", "--keys", "500"),
         timeout_s=600,
     ),
-    # Up to five steps per path (each about 40 s); a path stops at its first unsustained one.
+    # Four variants of up to five steps (each about 40 s); a variant stops at its first
+    # unsustained step.
     Bench(
         "capacity",
         (),
         ("--rates", "2000,4000", "--duration", "3", "--updates", "100", "--keys", "500"),
-        timeout_s=900,
+        timeout_s=1500,
     ),
 )
 

@@ -1,17 +1,21 @@
 """Capacity: the highest load each consumer sustains, and where its CPU goes.
 
-The load of ``bench.e2e`` is offered step by step at rising rates (``--rates``), to the
-plain confluent-kafka loop (the baseline) and to the Spark consumer, one after the other
-in one run, each step on a fresh topic and fresh collections. A step is sustained when
-everything offered was applied within ``--drain-timeout`` after the last send; a path stops
-climbing once a step's p99 passes ``--stop-above-ms``. Capacity at a latency bound is the
-highest offered rate of a sustained step whose p99 publish-to-visible latency is within it.
+The load of ``bench.e2e`` is offered step by step at rising rates (``--rates``) to each
+variant (``--variants``), one after the other in one run, each step on a fresh topic and
+fresh collections: the plain confluent-kafka loop (the baseline), the Spark consumer on
+``local[2]``, the same on a Redis Cluster of three masters on loopback, and the same on a
+Spark standalone cluster of two one-core Workers (same machine, same two cores: what the
+cluster's shipping, scheduling and executor JVMs cost, not what more machines add).
+A step is sustained when everything offered was applied within ``--drain-timeout`` after
+the last send; a path stops climbing once a step's p99 passes ``--stop-above-ms``.
+Capacity at a latency bound is the highest offered rate of a sustained step whose p99
+publish-to-visible latency is within it.
 
 CPU: each step samples the CPU seconds of every process kind (``bench/cpu.py``: Kafka
 broker, Redis, this process with the producer, watcher and Spark driver, Spark's JVM and
 Python workers, the plain loop) when the load starts and once it is applied, and divides
 by the updates it carried: CPU seconds per million applied updates, a figure that does
-not depend on how fast this machine is. The producer and the watcher are in both paths.
+not depend on how fast this machine is. The producer and the watcher are in every path.
 
 Run: ``.venv/bin/python -m bench.capacity [--rates 20000,40000,60000,80000,100000]``.
 """
@@ -21,7 +25,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -33,10 +39,19 @@ from bench.e2e_paths import CPU_PREFIX, plain_consumer, spark_consumer
 from bench.targets import CAPACITY_P99_MS
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
+from collection_manager.devservices.redis_cluster import start_cluster as start_redis_cluster
+from collection_manager.devservices.spark_cluster import start_cluster as start_spark_cluster
 from spark_consumers.session import build_spark_session
 
 SECOND_BOUND_MS = 2_000  # the looser bound capacity is also given at
-PATHS = {"plain": "plain loop (baseline)", "spark": "Spark"}
+# What is compared, in the order it runs: the baseline, the Spark consumer as the other
+# benchmarks run it, and the same consumer on a standalone cluster or on a Redis Cluster.
+VARIANTS = {
+    "plain": "plain loop (baseline)",
+    "spark": "Spark local[2]",
+    "redis_cluster": "Spark local[2], Redis Cluster of 3 masters",
+    "standalone": "Spark standalone cluster, 2 Workers x 1 core",
+}
 
 
 def step_figures(result: PathResult) -> dict[str, Any]:
@@ -77,23 +92,35 @@ def climb(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Both paths' steps and capacities."""
+    """Every variant's steps and capacities, one variant after the other."""
+    chosen = args.variants.split(",")
+    unknown = set(chosen) - set(VARIANTS)
+    if unknown:
+        raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
     paths: dict[str, list[dict[str, Any]]] = {}
-    with services() as endpoints:
-        paths["plain"] = climb(
-            "plain", lambda topic: plain_consumer(endpoints, topic), endpoints, args
-        )
-        config = dataclasses.replace(from_env(SparkConfig), spark_master=args.master)
-        spark = build_spark_session(config, from_env(InfraConfig), "bench-capacity")
-        spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
-        paths["spark"] = climb(
-            "spark",
-            lambda topic: spark_consumer(spark, endpoints, topic, args.trigger_ms),
-            endpoints,
-            args,
-        )
+    with services() as endpoints, tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp:
+        if "plain" in chosen:
+            paths["plain"] = climb(
+                "plain", lambda topic: plain_consumer(endpoints, topic), endpoints, args
+            )
+        if "spark" in chosen:
+            paths["spark"] = climb_spark("spark", args.master, endpoints, args)
+        if "redis_cluster" in chosen:
+            redis_cluster = start_redis_cluster(Path(tmp) / "redis-cluster", masters=3)
+            try:
+                on_cluster = dataclasses.replace(endpoints, redis_url=redis_cluster.url)
+                paths["redis_cluster"] = climb_spark("cluster", args.master, on_cluster, args)
+            finally:
+                redis_cluster.stop()
+        if "standalone" in chosen:
+            spark_cluster = start_spark_cluster(Path(tmp) / "spark-cluster", workers=2)
+            try:
+                paths["standalone"] = climb_spark("standalone", spark_cluster.url, endpoints, args)
+            finally:
+                spark_cluster.stop()
     return {
         "paths": paths,
+        "labels": {name: VARIANTS[name] for name in paths},
         "capacity": {
             name: {
                 str(bound): capacity(steps, bound) for bound in (CAPACITY_P99_MS, SECOND_BOUND_MS)
@@ -103,9 +130,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def climb_spark(
+    label: str, master: str, endpoints: Endpoints, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """The Spark consumer's steps on ``master``, in a session of its own (stopped after)."""
+    config = dataclasses.replace(from_env(SparkConfig), spark_master=master)
+    spark = build_spark_session(config, from_env(InfraConfig), f"bench-capacity-{label}")
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    try:
+        return climb(
+            label,
+            lambda topic: spark_consumer(spark, endpoints, topic, args.trigger_ms),
+            endpoints,
+            args,
+        )
+    finally:
+        spark.stop()
+
+
 def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
     rows = [
-        [PATHS[name], s["offered"], s["applied"], s["p50_ms"], s["p99_ms"], s["drain_s"],
+        [VARIANTS[name], s["offered"], s["applied"], s["p50_ms"], s["p99_ms"], s["drain_s"],
          s["cpu_s_per_million"].get("all", math.nan)]
         for name, steps in result["paths"].items()
         for s in steps
@@ -116,7 +161,7 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
     for name, found in result["capacity"].items():
         for bound, rate in found.items():
             shown = "none of the steps" if rate is None else f"{rate:,.0f} updates/s"
-            console.print(f"{PATHS[name]}: capacity at p99 <= {bound} ms: {shown}")
+            console.print(f"{VARIANTS[name]}: capacity at p99 <= {bound} ms: {shown}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -132,7 +177,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stop-above-ms", type=float, default=4_000, help="stop climbing past this p99"
     )
-    parser.add_argument("--master", default="local[2]", help="Spark master")
+    parser.add_argument("--master", default="local[2]", help="Spark master of `spark`")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"some of {', '.join(VARIANTS)}"
+    )
     return parser
 
 

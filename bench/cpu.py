@@ -1,11 +1,13 @@
 """CPU seconds per process kind, from ``/proc``: where a benchmark's CPU goes.
 
-A kind is a set of process trees: the Kafka broker and Redis (their recorded pids), this
-benchmark process (the producer, the watcher and, for Spark, the driver), the Spark JVM
-(this process's Java child), Spark's Python workers (the JVM's ``pyspark`` descendants)
-and the plain loop (a Python child). A process counts its own time and the time of the
-children it reaped (``cutime``/``cstime``), so Python workers that exited between two
-samples are still counted, once, by the daemon that reaped them.
+A kind is a set of process trees: the Kafka broker and Redis (their recorded pids, and the
+nodes of a Redis Cluster this process started), this benchmark process (the producer, the
+watcher and, for Spark, the driver), the Spark JVMs (this process's Java children: the
+driver's, or a standalone Master and Workers with their executors), Spark's Python
+workers (the JVMs' ``pyspark`` descendants) and the plain loop (a Python child). A process
+counts its own time and the time of the children it reaped (``cutime``/``cstime``), so
+Python workers that exited between two samples are still counted, once, by the daemon
+that reaped them.
 """
 
 from __future__ import annotations
@@ -72,20 +74,26 @@ def classify(
             yield from tree(child)
 
     totals = dict.fromkeys(KINDS, 0.0)
+    counted: set[int] = set()  # services this benchmark started are its children too
     for kind, pid in services.items():
         if pid in processes:
+            counted.update(tree(pid))
             totals[kind] = sum(processes[p][1] for p in tree(pid))
     if me in processes:
         totals[BENCH] = processes[me][1]
     for child in children.get(me, ()):
-        command = processes[child][2]
-        if "java" in command.split(" ")[0]:
+        if child in counted:
+            continue
+        program = processes[child][2].split(" ")[0]
+        if "redis-server" in program:  # the nodes of a Redis Cluster it started
+            totals[REDIS] += sum(processes[p][1] for p in tree(child))
+        elif "java" in program:  # Spark's driver JVM, or a standalone Master or Worker
             jvm = [p for p in tree(child) if "pyspark" not in processes[p][2]]
             totals[JVM] += sum(processes[p][1] for p in jvm)
             totals[WORKERS] += sum(
                 processes[p][1] for p in tree(child) if "pyspark" in processes[p][2]
             )
-        elif "python" in command:
+        elif "python" in program:
             totals[PLAIN] += sum(processes[p][1] for p in tree(child))
     return totals
 

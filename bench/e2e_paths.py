@@ -16,14 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import redis
-
 from bench import plain_loop
 from bench.cpu import cpu_by_kind
 from bench.e2e_workload import Message, Probe
 from collection_manager.config import ConsumerConfig, ReplicaConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.producer import DeliveryCallback, KafkaProducer
+from collection_manager.storage.client import on_every_primary, redis_client
 from collection_manager.storage.keys import CollectionKeys
 from spark_consumers.job import start_consumer
 
@@ -46,7 +45,7 @@ class Watcher(threading.Thread):
 
     def __init__(self, redis_url: str, collections: Sequence[str]) -> None:
         super().__init__(name="e2e-watcher", daemon=True)
-        self.client = redis.Redis.from_url(redis_url)
+        self.client = redis_client(redis_url)
         self.stats_keys = [CollectionKeys(name).stats for name in collections]
         self.published: queue.SimpleQueue[tuple[Probe, float]] = queue.SimpleQueue()
         self.pending: dict[Probe, float] = {}
@@ -114,10 +113,10 @@ def snapshot(phases: Phases, watcher: Watcher) -> dict[str, float]:
     machine's CPU show where the load lands (the machine's includes anything else running);
     ``cpu:<kind>`` is the CPU of each process kind (``bench/cpu.py``).
     """
-    info = watcher.client.info("cpu")
+    infos = on_every_primary(watcher.client, "INFO", "cpu")  # every master of a cluster
     return {
         **phases(),
-        "redis_cpu": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
+        "redis_cpu": sum(float(i["used_cpu_user"]) + float(i["used_cpu_sys"]) for i in infos),
         "machine_cpu": machine_cpu_s(),
         "written": watcher.applied("updates"),
         **{f"{CPU_PREFIX}{kind}": seconds for kind, seconds in cpu_by_kind().items()},

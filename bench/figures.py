@@ -76,46 +76,67 @@ def e2e(result: Result) -> list[Figure]:
 
 
 def capacity(result: Result) -> list[Figure]:
-    """Each consumer's capacity at two latency bounds, and its CPU per million updates."""
-    found, paths = result["figures"]["capacity"], result["figures"]["paths"]
-    base = "plain consumer loop"
-    rows = [
-        Figure(
-            "capacity",
-            f"Spark: highest load sustained at p99 <= {bound:,} ms",
-            found["spark"][str(bound)],
-            "updates/s",
-            found["plain"][str(bound)],
-            base,
-            targets.CAPACITY_RATE if bound == targets.CAPACITY_P99_MS else None,
-            note=f"steps up to {max(s['offered'] for s in paths['spark']):,.0f} updates/s",
-        )
-        for bound in (targets.CAPACITY_P99_MS, 2 * targets.CAPACITY_P99_MS)
-    ]
-    spark, plain = _cheapest_common_step(paths["spark"], paths["plain"])
-    if spark is not None and plain is not None:
-        rows.append(
+    """Each variant's capacity at two latency bounds and its CPU per million updates:
+    Spark against the plain loop, the other Spark variants against Spark on ``local[2]``."""
+    figures = result["figures"]
+    found, paths = figures["capacity"], figures["paths"]
+    labels = {**CAPACITY_LABELS, **figures.get("labels", {})}
+    pairs = [(name, "plain") for name in ("spark",)]
+    pairs += [(name, "spark") for name in paths if name not in ("plain", "spark")]
+    rows = []
+    for name, base in pairs:
+        if name not in paths or base not in paths:
+            continue
+        highest = max(s["offered"] for s in paths[name])
+        rows += [
             Figure(
                 "capacity",
-                "Spark: CPU seconds per million applied updates (every process)",
-                spark["cpu_s_per_million"]["all"],
-                "CPU s",
-                plain["cpu_s_per_million"]["all"],
-                base,
-                note=f"at the step of {spark['offered']:,.0f} updates/s offered",
+                f"{labels[name]}: highest load sustained at p99 <= {bound:,} ms",
+                found[name][str(bound)],
+                "updates/s",
+                found[base][str(bound)],
+                labels[base],
+                targets.CAPACITY_RATE
+                if (name, bound) == ("spark", targets.CAPACITY_P99_MS)
+                else None,
+                note=f"steps up to {highest:,.0f} updates/s",
             )
-        )
+            for bound in (targets.CAPACITY_P99_MS, 2 * targets.CAPACITY_P99_MS)
+        ]
+        step, base_step = _cheapest_common_step(paths[name], paths[base])
+        if step is not None and base_step is not None:
+            rows.append(
+                Figure(
+                    "capacity",
+                    f"{labels[name]}: CPU seconds per million applied updates (every process)",
+                    step["cpu_s_per_million"]["all"],
+                    "CPU s",
+                    base_step["cpu_s_per_million"]["all"],
+                    labels[base],
+                    note=f"at the step of {step['offered']:,.0f} updates/s offered",
+                )
+            )
     return rows
 
 
+def cpu_kinds(paths: dict[str, list[Result]]) -> list[str]:
+    """The process kinds any capacity step measured, in the order they first appear."""
+    kinds = (k for steps in paths.values() for s in steps for k in s["cpu_s_per_million"])
+    return [k for k in dict.fromkeys(kinds) if k != "all"]
+
+
+# Names of the capacity variants in results that carry none (``bench.capacity.VARIANTS``).
+CAPACITY_LABELS = {"plain": "plain consumer loop", "spark": "Spark"}
+
+
 def _cheapest_common_step(
-    spark: list[Result], plain: list[Result]
+    steps: list[Result], base: list[Result]
 ) -> tuple[Result | None, Result | None]:
     """The steps of the highest rate both paths sustained (the same load for both)."""
     kept = [
-        (s, p)
-        for s, p in zip(spark, plain, strict=False)
-        if math.isfinite(s["drain_s"]) and math.isfinite(p["drain_s"])
+        (s, b)
+        for s, b in zip(steps, base, strict=False)
+        if math.isfinite(s["drain_s"]) and math.isfinite(b["drain_s"])
     ]
     return kept[-1] if kept else (None, None)
 

@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as Canvas
 
 from bench import targets
+from bench.figures import CAPACITY_LABELS, cpu_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +81,20 @@ def e2e(result: Result, canvas: Canvas) -> None:
 def capacity(result: Result, canvas: Canvas) -> None:
     """p99 latency against offered load for both paths, and CPU per million updates by kind."""
     paths = result["figures"]["paths"]
-    names = {"spark": "Spark", "plain": "plain loop (baseline)"}
-    colors = {"spark": OURS, "plain": BASE}
+    names = {**CAPACITY_LABELS, **result["figures"].get("labels", {})}
+    colors = {
+        "spark": OURS,
+        "plain": BASE,
+        "redis_cluster": "tab:purple",
+        "standalone": "tab:olive",
+    }
     latency, cpu = canvas.subplots(1, 2)
     for name, steps in paths.items():
         latency.plot(
             [s["offered"] for s in steps],
             [s["p99_ms"] for s in steps],
             marker="o",
-            color=colors[name],
+            color=colors.get(name),
             label=names[name],
         )
     _target_line(latency, targets.CAPACITY_P99_MS, f"p99 {targets.CAPACITY_P99_MS:,} ms")
@@ -96,7 +102,7 @@ def capacity(result: Result, canvas: Canvas) -> None:
     latency.set_xlabel("offered updates/s")
     latency.set_ylabel("p99 publish-to-visible (ms)")
     latency.legend(fontsize=8)
-    kinds = [k for k in paths["spark"][0]["cpu_s_per_million"] if k != "all"]
+    kinds = cpu_kinds(paths)
     bottoms = dict.fromkeys(paths, 0.0)
     for kind in kinds:
         heights = [paths[name][0]["cpu_s_per_million"].get(kind, 0.0) for name in paths]
@@ -109,6 +115,7 @@ def capacity(result: Result, canvas: Canvas) -> None:
         for name, height in zip(paths, heights, strict=True):
             bottoms[name] += height
     cpu.set_ylabel("CPU s per million updates (lowest step)")
+    cpu.tick_params(axis="x", labelsize=7, labelrotation=15)
     cpu.legend(fontsize=6)
 
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bench.figures import Figure, figures_of
+from bench.figures import CAPACITY_LABELS, Figure, cpu_kinds, figures_of
 
 # Plot key (a benchmark's name) -> caption; bench.plots draws ``<key>.png``.
 PLOTS = {
@@ -286,8 +286,8 @@ def _intro(results: Mapping[str, Any]) -> list[str]:
 def capacity_details(result: Mapping[str, Any]) -> list[str]:
     """Every step of both paths, and where each step's CPU went per million updates."""
     paths = result["figures"]["paths"]
-    labels = {"spark": "Spark", "plain": "plain loop (baseline)"}
-    kinds = [k for k in next(iter(paths.values()))[0]["cpu_s_per_million"] if k != "all"]
+    labels = {**CAPACITY_LABELS, **result["figures"].get("labels", {})}
+    kinds = cpu_kinds(paths)
     rows = [
         [
             labels[name],

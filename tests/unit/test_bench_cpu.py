@@ -71,6 +71,19 @@ def test_each_kind_is_its_process_tree() -> None:
     }
 
 
+def test_services_this_process_started_count_once_and_cluster_nodes_are_redis() -> None:
+    started = {
+        **PROCESSES,
+        10: (ME, 40.0, "java -cp kafka.jar kafka.Kafka server.properties"),  # a child now
+        300: (ME, 2.5, "/usr/bin/redis-server 127.0.0.1:7001 [cluster]"),
+        301: (ME, 1.5, "/usr/bin/redis-server 127.0.0.1:7002 [cluster]"),
+    }
+    totals = classify(started, ME, SERVICES)
+    assert totals[BROKER] == 42.0
+    assert totals[JVM] == 31.0  # the broker is not a Spark JVM
+    assert totals[REDIS] == 8.0 + 4.0
+
+
 def test_services_that_are_gone_or_not_recorded_count_nothing() -> None:
     totals = classify(PROCESSES, ME, {BROKER: 999})
     assert totals[BROKER] == 0.0

@@ -115,11 +115,18 @@ def _capacity() -> dict[str, Any]:
         _step(60_000.0, 9_000.0, float("inf"), spark_cpu),
     ]
     plain = [_step(rate, 150.0, 0.1, plain_cpu) for rate in (20_000.0, 40_000.0, 60_000.0)]
+    on_cluster = [_step(20_000.0, 1_200.0, 0.5, {**spark_cpu, "Redis": 10.0})]
     return {
-        "paths": {"plain": plain, "spark": spark},
+        "paths": {"plain": plain, "spark": spark, "redis_cluster": on_cluster},
+        "labels": {
+            "plain": "plain loop (baseline)",
+            "spark": "Spark local[2]",
+            "redis_cluster": "Spark local[2], Redis Cluster",
+        },
         "capacity": {
             "plain": {"1000": 60_000.0, "2000": 60_000.0},
             "spark": {"1000": 20_000.0, "2000": 40_000.0},
+            "redis_cluster": {"1000": None, "2000": 20_000.0},
         },
     }
 
@@ -442,34 +449,47 @@ def test_reader_latency_details_list_every_phase_and_what_ran() -> None:
 
 def test_capacity_is_the_highest_sustained_step_within_each_bound() -> None:
     markdown = render(fixture(), {})
-    tight = _cells(_row(markdown, "highest load sustained at p99 <= 1,000 ms"))
+    tight = _cells(_row(markdown, "Spark local[2]: highest load sustained at p99 <= 1,000 ms"))
     assert tight[2:] == [
         "20,000 updates/s",
-        "60,000 updates/s (plain consumer loop)",
+        "60,000 updates/s (plain loop (baseline))",
         "0.333x",
         ">= 100,000 updates/s",
         "**MISSED**",
     ]
-    loose = _cells(_row(markdown, "highest load sustained at p99 <= 2,000 ms"))
-    assert loose[2:4] == ["40,000 updates/s", "60,000 updates/s (plain consumer loop)"]
+    loose = _cells(_row(markdown, "Spark local[2]: highest load sustained at p99 <= 2,000 ms"))
+    assert loose[2:4] == ["40,000 updates/s", "60,000 updates/s (plain loop (baseline))"]
     assert loose[5:] == ["", ""]
 
 
 def test_capacity_cpu_compares_the_highest_step_both_sustained() -> None:
     markdown = render(fixture(), {})
-    cpu = _cells(_row(markdown, "CPU seconds per million applied updates"))
-    assert cpu[2:5] == ["40 CPU s", "5 CPU s (plain consumer loop)", "8x"]
+    cpu = _cells(_row(markdown, "Spark local[2]: CPU seconds per million applied updates"))
+    assert cpu[2:5] == ["40 CPU s", "5 CPU s (plain loop (baseline))", "8x"]
     assert "40,000 updates/s offered" in cpu[1]
+
+
+def test_other_spark_variants_are_compared_with_spark_on_local() -> None:
+    markdown = render(fixture(), {})
+    tight = _cells(_row(markdown, "Redis Cluster: highest load sustained at p99 <= 1,000 ms"))
+    assert tight[2:4] == ["-", "20,000 updates/s (Spark local[2])"]
+    assert tight[5:] == ["", ""]  # the target is Spark's on local[2]
+    loose = _cells(_row(markdown, "Redis Cluster: highest load sustained at p99 <= 2,000 ms"))
+    assert loose[2:5] == ["20,000 updates/s", "40,000 updates/s (Spark local[2])", "0.5x"]
+    cpu = _cells(_row(markdown, "Redis Cluster: CPU seconds per million"))
+    assert cpu[2:5] == ["60 CPU s", "50 CPU s (Spark local[2])", "1.2x"]
 
 
 def test_capacity_details_list_every_step_with_its_cpu_by_kind() -> None:
     markdown = render(fixture(), {})
     assert "### Capacity, step by step" in markdown
-    unsustained = _cells(_row(markdown, "| Spark | 60,000 |", "| ∞ |"))
+    unsustained = _cells(_row(markdown, "| Spark local[2] | 60,000 |", "| ∞ |"))
     assert unsustained[4:6] == ["9,000", "∞"]
-    assert unsustained[6:] == ["5", "30", "15", "50"]
+    assert unsustained[6:] == ["5", "30", "15", "-", "50"]  # no Redis CPU measured there
+    on_cluster = _cells(_row(markdown, "| Spark local[2], Redis Cluster | 20,000 |"))
+    assert on_cluster[6:] == ["5", "30", "15", "10", "60"]
     plain = [
-        line for line in markdown.splitlines() if line.endswith("| 150 | 0.1 | 5 | 0 | 0 | 5 |")
+        line for line in markdown.splitlines() if line.endswith("| 150 | 0.1 | 5 | 0 | 0 | - | 5 |")
     ]
     assert len(plain) == 3
 
