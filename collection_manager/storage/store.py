@@ -20,7 +20,7 @@ from collection_manager.core.errors import (
 from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.client import redis_client
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import STRADDLES, StorageError, WatermarkMovedError
 from collection_manager.storage.keys import (
@@ -132,14 +132,14 @@ class RedisStore(StoreReads):
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> RedisStore:
         """Connects and pings, so that a wrong address fails here with a clear message."""
-        client = redis_client(url, socket_connect_timeout=5)
         try:
+            client = redis_client(url, socket_connect_timeout=5)  # asks the server already
             client.ping()
         except redis.AuthenticationError as exc:
             raise InfrastructureError(
                 f"Redis at {url} refused the user and password in CM_REDIS_URL: {exc}"
             ) from exc
-        except redis.RedisError as exc:
+        except REDIS_FAULTS as exc:
             raise InfrastructureError(f"Redis at {url} does not answer: {exc}") from exc
         return cls(client, **kwargs)
 

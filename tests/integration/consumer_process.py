@@ -43,3 +43,14 @@ def kill(process: subprocess.Popen[bytes]) -> None:
     # The whole group: the Spark JVM and its Python workers die with the driver.
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(30)
+
+
+def run_cli(argv: list[str], timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    """``collection-manager <argv>`` in a child process with ``env`` added; its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "collection_manager.cli.main", *argv],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -6,15 +6,13 @@ Never a traceback, never the password of a URL, whatever the command prints.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
+from tests.integration.consumer_process import run_cli
 
 SECRET = "s3cret-Pa55"
 # Port 1 on loopback: nothing listens, so a client is refused at once.
@@ -31,16 +29,6 @@ READS = [
 ]
 
 
-def _cli(argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "collection_manager.cli.main", *argv],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 @pytest.fixture(scope="module")
 def collections(endpoints: Any) -> None:
     store = RedisStore.connect(endpoints.redis_url)
@@ -52,7 +40,7 @@ def collections(endpoints: Any) -> None:
 
 @pytest.mark.parametrize("argv", READS, ids=" ".join)
 def test_reads_answer_with_kafka_down(argv: list[str], endpoints: Any, collections: None) -> None:
-    done = _cli(argv, CM_KAFKA_BOOTSTRAP=NOWHERE, CM_REDIS_URL=endpoints.redis_url)
+    done = run_cli(argv, CM_KAFKA_BOOTSTRAP=NOWHERE, CM_REDIS_URL=endpoints.redis_url)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "FAIL" not in done.stderr  # librdkafka's lines go through logging, not raw
@@ -64,7 +52,7 @@ def test_reads_answer_with_kafka_down(argv: list[str], endpoints: Any, collectio
 @pytest.mark.parametrize("argv", READS, ids=" ".join)
 def test_reads_say_one_line_with_redis_down(argv: list[str], endpoints: Any) -> None:
     url = f"redis://:{SECRET}@{NOWHERE}/0"
-    done = _cli(argv, CM_KAFKA_BOOTSTRAP=endpoints.kafka_bootstrap, CM_REDIS_URL=url)
+    done = run_cli(argv, CM_KAFKA_BOOTSTRAP=endpoints.kafka_bootstrap, CM_REDIS_URL=url)
     assert done.returncode == 1
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -76,7 +64,7 @@ def test_reads_say_one_line_with_redis_down(argv: list[str], endpoints: Any) -> 
 
 def test_verbose_adds_causes_but_no_secret(endpoints: Any) -> None:
     url = f"redis://user:{SECRET}@{NOWHERE}/0"
-    done = _cli(["-v", "query", "error_counts"], CM_REDIS_URL=url)
+    done = run_cli(["-v", "query", "error_counts"], CM_REDIS_URL=url)
     assert done.returncode == 1
     assert "caused by" in done.stderr
     assert SECRET not in done.stderr

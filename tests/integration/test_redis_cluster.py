@@ -22,15 +22,13 @@ from collection_manager.devservices.redis_cluster import LocalRedisCluster, star
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import DeleteOp
 from collection_manager.storage.store import RedisStore
-from tests.integration.consumer_process import consumer_env, kill, start_consumer
-from tests.integration.fleet import Fleet, replica_config
+from tests.integration.pipeline_run import pipeline_under_load
 from tests.integration.test_store import ROW_SCHEMA, append, rows_of
 from tests.integration.workload import (
     NAMES,
     applying,
     assert_caught_up_with_the_model,
     create_specs,
-    produce_until,
 )
 from tests.support import assert_eventually
 
@@ -59,40 +57,17 @@ def test_the_pipeline_applies_exactly_once_on_a_cluster_while_a_slot_moves(
     unique = _in_slot(unique[:30], moving)
     store = RedisStore.connect(cluster.url)
     specs = create_specs(store, unique)
-    log = tmp_path / "consumer.log"
-    env = consumer_env(kafka, cluster.url, topic, tmp_path)
-    env["CM_REPLICA_NAMESPACE"] = replica_config(unique).replica_namespace
-    consumer = start_consumer(env, log)
-    stop = threading.Event()
-    producers = [
-        threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop, 0.02))
-        for p in range(2)
-    ]
-    fleet: Fleet | None = None
-    try:
-        for thread in producers:
-            thread.start()
-        fleet = Fleet.start(kafka, cluster.url, topic, unique, max_steps=20)
+    with pipeline_under_load(kafka, cluster.url, topic, unique, specs, tmp_path) as run:
         assert_eventually(applying(store, specs[:1]), timeout=180, interval=0.5)
         cluster.reshard(source, target, slots=1)  # while requests keep coming
-        assert cluster.slot_owner(moving).port == target.port
-        assert_eventually(fleet.leased, timeout=180, interval=0.5)
-        stop.set()
-        for thread in producers:
-            thread.join(60)
-        assert_eventually(
-            lambda: fleet.assert_redis_holds_what_the_agents_report(store),  # type: ignore[union-attr]
-            180,
-            interval=1,
-        )
+        assert cluster.slot_owner(moving) == target
+        assert_eventually(run.fleet.leased, timeout=180, interval=0.5)
+        run.stop_producing()
+        assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
         assert_caught_up_with_the_model(
-            kafka, topic, specs + fleet.specs, store, consumer, log.read_text, fleet.refreshed()
-        )
-    finally:
-        stop.set()
-        if fleet is not None:
-            fleet.stop()
-        kill(consumer)
+            kafka, topic, specs + run.fleet.specs, store, run.consumer, run.consumer_log,
+            run.fleet.refreshed(),
+        )  # fmt: skip
 
 
 def test_a_collection_whose_slot_migrates_is_written_once_whole_on_its_new_node(

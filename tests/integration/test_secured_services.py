@@ -10,11 +10,7 @@ test reads the topic in Kafka order over the broker's plaintext listener, for th
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from tests.integration.consumer_process import consumer_env, kill, start_consumer
-from tests.integration.fleet import Fleet, replica_config
+from tests.integration.consumer_process import run_cli
+from tests.integration.pipeline_run import pipeline_under_load
 from tests.integration.secured_services import (
     Certificates,
     SecuredKafka,
@@ -33,7 +29,7 @@ from tests.integration.secured_services import (
     secured_kafka,
     secured_redis,
 )
-from tests.integration.workload import assert_caught_up_with_the_model, create_specs, produce_until
+from tests.integration.workload import assert_caught_up_with_the_model, create_specs
 from tests.support import assert_eventually
 
 KAFKA_USER, KAFKA_PASSWORD = "cm-consumer", "kafka-pw-4f1d9c"
@@ -87,16 +83,6 @@ def kafka_properties(
     return path
 
 
-def _cli(argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "collection_manager.cli.main", *argv],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def _records(bootstrap: str, topic: str) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-count"})
     try:
@@ -124,50 +110,25 @@ def test_the_pipeline_applies_exactly_once_through_sasl_ssl_kafka_and_tls_redis(
     admin.create_topics([NewTopic(topic, num_partitions=4)])[topic].result(30)
     store = RedisStore.connect(redis_url)
     specs = create_specs(store, unique)
-    log = tmp_path / "consumer.log"
-    env = consumer_env(secured, redis_url, topic, tmp_path)
-    env["CM_REPLICA_NAMESPACE"] = replica_config(unique).replica_namespace
-    consumer = start_consumer(env, log)
-    stop = threading.Event()
-    producers = [
-        threading.Thread(target=produce_until, args=(secured, topic, specs, p, stop, 0.02))
-        for p in range(2)
-    ]
-    fleet: Fleet | None = None
-    try:
-        for thread in producers:
-            thread.start()
+    with pipeline_under_load(secured, redis_url, topic, unique, specs, tmp_path) as run:
         odd = KafkaProducer(ProducerConfig(secured, client_id="test-dead-letter"))
         odd.produce(topic, b"odd", NOT_A_REQUEST)
         assert odd.close(30) == 0
-        fleet = Fleet.start(secured, redis_url, topic, unique, max_steps=20)
-        assert_eventually(fleet.leased, timeout=180, interval=0.5)
-        stop.set()
-        for thread in producers:
-            thread.join(60)
-        assert_eventually(
-            lambda: fleet.assert_redis_holds_what_the_agents_report(store),  # type: ignore[union-attr]
-            180,
-            interval=1,
-        )
+        assert_eventually(run.fleet.leased, timeout=180, interval=0.5)
+        run.stop_producing()
+        assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
         assert_caught_up_with_the_model(
-            plaintext, topic, specs + fleet.specs, store, consumer, log.read_text,
-            fleet.refreshed(), skip={NOT_A_REQUEST},
+            plaintext, topic, specs + run.fleet.specs, store, run.consumer, run.consumer_log,
+            run.fleet.refreshed(), skip={NOT_A_REQUEST},
         )  # fmt: skip
         # The executors' dead-letter producer got the driver's settings.
         assert_eventually(lambda: _assert_equal(_records(plaintext, f"{topic}-dead"), 1), 60)
-        status = _cli(["status", "--topic", topic, "--format", "json"], **env)
+        status = run_cli(["status", "--topic", topic, "--format", "json"], **run.env)
         assert status.returncode == 0, status.stderr
         assert '"kafka": "reachable"' in status.stdout.replace("'", '"'), status.stdout
-        consumer.send_signal(signal.SIGTERM)
-        assert consumer.wait(60) == 0, log.read_text()[-3000:]
-    finally:
-        stop.set()
-        if fleet is not None:
-            fleet.stop()
-        if consumer.poll() is None:
-            kill(consumer)
-    output = log.read_text() + status.stdout + status.stderr
+        run.consumer.send_signal(signal.SIGTERM)
+        assert run.consumer.wait(60) == 0, run.consumer_log()[-3000:]
+    output = run.consumer_log() + status.stdout + status.stderr
     assert KAFKA_PASSWORD not in output and REDIS_PASSWORD not in output
 
 
@@ -179,14 +140,14 @@ def test_wrong_credentials_end_with_one_line_that_names_the_fault_not_the_secret
     kafka_listeners: SecuredKafka, redis_url: str, certificates: Certificates, tmp_path: Path
 ) -> None:
     wrong = "wrong-pw-0b5e"
-    done = _cli(["query", "error_counts"], CM_REDIS_URL=redis_url.replace(REDIS_PASSWORD, wrong))
+    done = run_cli(["query", "error_counts"], CM_REDIS_URL=redis_url.replace(REDIS_PASSWORD, wrong))
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "refused the user and password in CM_REDIS_URL" in done.stderr, done.stderr
     assert wrong not in done.stderr + done.stdout and "Traceback" not in done.stderr
 
     properties = _write_properties(tmp_path / "wrong.properties", certificates, wrong)
-    done = _cli(
+    done = run_cli(
         ["status", "--format", "json"],
         CM_REDIS_URL=redis_url,
         CM_KAFKA_BOOTSTRAP=kafka_listeners.secured,
@@ -196,7 +157,7 @@ def test_wrong_credentials_end_with_one_line_that_names_the_fault_not_the_secret
     assert '"kafka": "unreachable"' in done.stdout, done.stdout
     assert wrong not in done.stderr + done.stdout and "Traceback" not in done.stderr
 
-    done = _cli(
+    done = run_cli(
         ["status"],
         CM_REDIS_URL=redis_url,
         CM_KAFKA_BOOTSTRAP=kafka_listeners.secured,
