@@ -17,10 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import redis
-
 from collection_manager.config import redact_url
-from collection_manager.storage.client import redis_client
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.keys import consumer_key
 
 logger = logging.getLogger(__name__)
@@ -114,11 +112,11 @@ class Outage:
         }
         try:
             client = redis_client(self._redis_url, socket_connect_timeout=1, socket_timeout=1)
-        except redis.RedisError:
+        except REDIS_FAULTS:
             return  # Redis is down too: the log line is the record.
         try:
             client.hset(consumer_key(self._topic), "health", json.dumps(fields))
-        except redis.RedisError:
+        except REDIS_FAULTS:
             pass
         finally:
             client.close()

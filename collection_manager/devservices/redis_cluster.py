@@ -8,11 +8,8 @@ between them while clients run (keys migrate, clients follow MOVED and ASK).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,8 +27,6 @@ from collection_manager.devservices.processes import (
 )
 from collection_manager.devservices.redis_server import redis_answers, require_redis_server
 
-SLOTS = 16384
-
 
 @dataclasses.dataclass(frozen=True)
 class RedisNode:
@@ -47,12 +42,6 @@ class RedisNode:
 
     def stop(self) -> None:
         stop_pid(self.pid)
-
-    def kill(self) -> None:
-        """SIGKILL: the node loses what it had not written to its AOF yet."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        stop_pid(self.pid, grace_s=0)  # reaps it
 
 
 @dataclasses.dataclass
