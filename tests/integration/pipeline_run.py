@@ -37,6 +37,12 @@ class PipelineRun:
     def consumer_log(self) -> str:
         return self.log.read_text()
 
+    def crash_consumer(self) -> None:
+        """SIGKILLs the consumer wherever it is (mid-batch, between two collections' calls)
+        and starts another with the same checkpoint and settings."""
+        kill(self.consumer)
+        self.consumer = start_consumer(self.env, self.log)
+
 
 @contextmanager
 def pipeline_under_load(

@@ -1,4 +1,5 @@
-"""The pipeline on a Redis Cluster: three masters on loopback, a slot resharded mid-run.
+"""The pipeline on a Redis Cluster: three masters on loopback, a slot resharded mid-run,
+the consumer SIGKILLed mid-run.
 
 ``CM_REDIS_URL`` names one node; every client of the consumer, its executors, the
 controller, the agents and the test finds the others. One of the test's collections is
@@ -62,6 +63,12 @@ def test_the_pipeline_applies_exactly_once_on_a_cluster_while_a_slot_moves(
         cluster.reshard(source, target, slots=1)  # while requests keep coming
         assert cluster.slot_owner(moving) == target
         assert_eventually(run.fleet.leased, timeout=180, interval=0.5)
+        # A batch spans collections on three nodes, one call each: a crash between them
+        # is finished by the replay, each collection skipping what its watermark holds.
+        progress = applying(store, specs)
+        assert_eventually(progress, timeout=120, interval=0.2)
+        run.crash_consumer()
+        assert_eventually(progress, timeout=180, interval=0.5)  # the new one applies
         run.stop_producing()
         assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
         assert_caught_up_with_the_model(
