@@ -74,8 +74,8 @@ PLAN = (
         ("--rate", "5000", "--duration", "5", "--updates", "100", "--keys", "500"),
         timeout_s=600,
     ),
-    # Four variants of up to five steps (each about 40 s); a variant stops at its first
-    # unsustained step.
+    # Four variants of up to seven steps (each 20 to 40 s); a variant stops at its first
+    # unsustained step, so on two cores each climbs three or four.
     Bench(
         "capacity",
         (),
@@ -186,11 +186,17 @@ def run_all(benches: Sequence[Bench], quick: bool, logs: Path) -> dict[str, Any]
     return results
 
 
+# What the figures do not say by themselves (what changed between runs, and why), kept by
+# hand and put at the end of the generated page.
+NOTES = ROOT / "bench" / "notes.md"
+
+
 def write_report(results: dict[str, Any], out: Path) -> Path:
     """Draws the plots into ``<out>/benchmarks/`` and writes ``<out>/benchmarks.md``."""
     drawn = plots.draw_all(results["benchmarks"], out / "benchmarks")
     path = out / "benchmarks.md"
-    path.write_text(report.render(results, drawn))
+    notes = NOTES.read_text() if NOTES.exists() else ""
+    path.write_text(report.render(results, drawn, notes))
     return path
 
 

@@ -17,7 +17,7 @@ Python workers, the plain loop) when the load starts and once it is applied, and
 by the updates it carried: CPU seconds per million applied updates, a figure that does
 not depend on how fast this machine is. The producer and the watcher are in every path.
 
-Run: ``.venv/bin/python -m bench.capacity [--rates 20000,40000,60000,80000,100000]``.
+Run: ``.venv/bin/python -m bench.capacity [--rates 10000,20000,40000] [--variants plain,spark]``.
 """
 
 from __future__ import annotations
@@ -167,8 +167,8 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
 def parser() -> argparse.ArgumentParser:
     """The ladder of loads and the load's shape (as ``bench.e2e``'s)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rates", default="20000,40000,60000,80000,100000")
-    parser.add_argument("--duration", type=float, default=15, help="seconds of load per step")
+    parser.add_argument("--rates", default="10000,20000,30000,40000,60000,80000,100000")
+    parser.add_argument("--duration", type=float, default=10, help="seconds of load per step")
     parser.add_argument("--updates", type=int, default=500, help="updates per request (even)")
     parser.add_argument("--keys", type=int, default=5_000, help="rows per replica and collection")
     parser.add_argument("--probe-every", type=int, default=4, help="requests per probe")

@@ -305,8 +305,9 @@ def capacity_details(result: Mapping[str, Any]) -> list[str]:
     return _table([*columns, *kinds, "all (CPU s per million updates)"], rows)
 
 
-def render(results: Mapping[str, Any], plots: Mapping[str, str]) -> str:
-    """The markdown report of ``results`` linking the ``plots`` (key -> relative path)."""
+def render(results: Mapping[str, Any], plots: Mapping[str, str], notes: str = "") -> str:
+    """The markdown report of ``results`` linking the ``plots`` (key -> relative path),
+    ending with ``notes`` (markdown written by hand: what changed between runs, and why)."""
     benchmarks = results.get("benchmarks", {})
     lines = _intro(results)
     lines += ["## Machine", "", *machine_table(results.get("machine", {}), results.get("load_end"))]
@@ -341,4 +342,6 @@ def render(results: Mapping[str, Any], plots: Mapping[str, str]) -> str:
     failures = _failures(benchmarks)
     if failures:
         lines += ["## Failures", "", *failures]
+    if notes.strip():
+        lines += ["## Notes (bench/notes.md)", "", notes.strip(), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -494,6 +494,12 @@ def test_capacity_details_list_every_step_with_its_cpu_by_kind() -> None:
     assert len(plain) == 3
 
 
+def test_notes_written_by_hand_end_the_page() -> None:
+    markdown = render(fixture(), {}, "Spark 4.2.0 replaced 4.0.0.\n")
+    assert markdown.endswith("## Notes (bench/notes.md)\n\nSpark 4.2.0 replaced 4.0.0.\n")
+    assert "## Notes" not in render(fixture(), {})
+
+
 def test_bench_all_is_a_subcommand() -> None:
     from collection_manager.cli.main import build_parser
 
