@@ -14,6 +14,7 @@ from collections.abc import Callable
 from bench import targets
 from bench.figure import Figure, Result
 from bench.reader_figures import reader_latency
+from bench.scale_figures import row_scale
 
 __all__ = ["EXTRACTORS", "Figure", "figures_of"]
 
@@ -347,6 +348,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "ttl_index": ttl_index,
     "row_ttl": row_ttl,
     "reader_latency": reader_latency,
+    "row_scale": row_scale,
 }
 
 

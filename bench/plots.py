@@ -21,6 +21,7 @@ from matplotlib.figure import Figure as Canvas
 
 from bench import targets
 from bench.figures import CAPACITY_LABELS, cpu_kinds
+from bench.scale_figures import row_scale_growth
 
 logger = logging.getLogger(__name__)
 
@@ -300,6 +301,31 @@ def reader_latency(result: Result, canvas: Canvas) -> None:
         axes.legend(fontsize=8, loc="upper left", ncols=3)
 
 
+def row_scale(result: Result, canvas: Canvas) -> None:
+    """Point query, full read and memory against collection size, each beside its plain
+    hash baseline, on log axes; the legend gives the growth each curve shows."""
+    sizes = result["figures"]["sizes"]
+    rows = [s["rows"] for s in sizes]
+    shapes = row_scale_growth(sizes)
+    panels = (
+        ("point query, ms", f"p50, index + filter: {shapes['point']}",
+         [s["point"]["ours"]["p50_ms"] for s in sizes],
+         "HGET p50 (baseline)", [s["point"]["plain"]["p50_ms"] for s in sizes]),
+        ("full read, ms (median)", f"snapshot: {shapes['full']}",
+         [s["full"]["ours_ms"] for s in sizes],
+         "HGETALL (baseline)", [s["full"]["plain_ms"] for s in sizes]),
+        ("Redis memory, bytes per row", f"collection (total {shapes['memory']})",
+         [s["bytes_per_row"] for s in sizes],
+         "plain hash (baseline)", [s["plain_bytes_per_row"] for s in sizes]),
+    )  # fmt: skip
+    for axes, (ylabel, ours, mine, base, theirs) in zip(canvas.subplots(1, 3), panels, strict=True):
+        axes.loglog(rows, mine, "o-", color=OURS, label=ours)
+        axes.loglog(rows, theirs, "s-", color=BASE, label=base)
+        axes.set_xlabel("collection rows")
+        axes.set_ylabel(ylabel)
+        axes.legend(fontsize=8)
+
+
 DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
     "e2e": (e2e, (15, 4.5)),
     "store_apply": (store_apply, (7, 4.5)),
@@ -309,6 +335,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "cancel_to_quiet": (cancel_to_quiet, (8, 4.5)),
     "reader_latency": (reader_latency, (13, 4.5)),
     "capacity": (capacity, (13, 4.5)),
+    "row_scale": (row_scale, (15, 4.5)),
 }
 
 

@@ -26,6 +26,8 @@ PLOTS = {
     "capacity": "Capacity: p99 publish-to-visible latency against offered load (log axis), "
     "and CPU seconds per million updates by process kind at the lowest step, Spark vs the "
     "plain-loop baseline",
+    "row_scale": "Point query, full read and Redis memory per row at growing collection "
+    "sizes, each against a plain Redis hash of the same rows (log axes)",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }

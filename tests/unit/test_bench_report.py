@@ -15,6 +15,7 @@ import pytest
 from bench import plots
 from bench.figures import Figure, figures_of
 from bench.report import command, number, ratio, render
+from bench.scale_figures import growth
 from bench.targets import Target
 
 MACHINE = {
@@ -131,6 +132,20 @@ def _capacity() -> dict[str, Any]:
     }
 
 
+def _size(rows: int, point_ms: float, full_ms: float, bytes_per_row: float) -> dict[str, Any]:
+    """One size of ``bench.row_scale``: the plain hash takes half the time and 80 bytes/row."""
+    return {
+        "rows": rows,
+        "load_rows_per_s": 50_000.0,
+        "point": {"ours": {"p50_ms": point_ms, "p99_ms": 3 * point_ms},
+                  "plain": {"p50_ms": point_ms / 2, "p99_ms": point_ms}},
+        "full": {"ours_ms": full_ms, "plain_ms": full_ms / 2},
+        "bytes_per_row": bytes_per_row,
+        "plain_bytes_per_row": 80.0,
+        "log_bytes_per_row": bytes_per_row / 4,
+    }  # fmt: skip
+
+
 def _ok(scale: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "wall_s": 12.5, "run_s": 11.0, "scale": scale, "figures": figures}
 
@@ -185,6 +200,13 @@ def fixture() -> dict[str, Any]:
                     {"rows": 100_000, "indexed_ms": 25.0, "scan_ms": None, "build_s": 2.0},
                 ],
                 "rows_deleted": 1000,
+            },
+        ),
+        "row_scale": _ok(
+            {"sizes": "10000,1000000", "queries": 300, "repeats": 3, "seed": 1},
+            {
+                "sizes": [_size(10_000, 2.0, 10.0, 200.0), _size(1_000_000, 2.2, 1_000.0, 150.0)],
+                "replica_rows": 1000,
             },
         ),
         "reader_latency": _ok(
@@ -298,10 +320,10 @@ def test_targets_are_marked_met_or_missed() -> None:
 def test_a_target_the_scale_cannot_test_is_not_applicable() -> None:
     results = fixture()
     markdown = render(results, {})
-    largest = _cells(_row(markdown, "at 100,000 rows"))
+    largest = _cells(_row(markdown, "indexed delete of 1,000 rows at 100,000 rows"))
     assert largest[5:] == ["< 50 ms", "n/a"]
     assert "target is for 1,000,000 rows" in largest[1]
-    assert _cells(_row(markdown, "at 10,000 rows"))[5:] == ["", ""]
+    assert _cells(_row(markdown, "delete of 1,000 rows at 10,000 rows"))[5:] == ["", ""]
     results["benchmarks"]["e2e"]["scale"]["rate"] = 5_000.0
     slow = _cells(_row(render(results, {}), "applied updates/s"))
     assert slow[6] == "n/a"
@@ -309,7 +331,7 @@ def test_a_target_the_scale_cannot_test_is_not_applicable() -> None:
 
 
 def test_a_missing_scan_is_shown_as_such() -> None:
-    row = _cells(_row(render(fixture(), {}), "at 100,000 rows"))
+    row = _cells(_row(render(fixture(), {}), "delete of 1,000 rows at 100,000 rows"))
     assert row[3] == ""
     assert row[4] == "-"
 
@@ -492,6 +514,33 @@ def test_capacity_details_list_every_step_with_its_cpu_by_kind() -> None:
         line for line in markdown.splitlines() if line.endswith("| 150 | 0.1 | 5 | 0 | 0 | - | 5 |")
     ]
     assert len(plain) == 3
+
+
+def test_row_scale_compares_each_size_with_a_plain_hash_and_names_the_growth() -> None:
+    markdown = render(fixture(), {})
+    point = _cells(_row(markdown, "point query p50 at 1,000,000 rows"))
+    assert point[2:5] == ["2.20 ms", "1.10 ms (HGET on a plain hash)", "2x"]
+    assert "p99 6.60 ms" in point[1] and "flat (k = 0.02)" in point[1]
+    full = _cells(_row(markdown, "full read at 1,000,000 rows"))
+    assert full[2:5] == ["1,000 ms", "500 ms (HGETALL of a plain hash, decoded alike)", "2x"]
+    assert "linear (k = 1.00)" in full[1]
+    memory = _cells(_row(markdown, "Redis memory per row at 10,000 rows"))
+    assert memory[2:5] == ["200 bytes/row", "80 bytes/row (plain hash of the same rows)", "2.5x"]
+    assert "25% of it the change log; total linear (k = 0.94)" in memory[1]
+
+
+@pytest.mark.parametrize(
+    ("points", "shape"),
+    [
+        ([(10, 5.0), (1000, 5.5)], "flat (k = 0.02)"),
+        ([(10, 1.0), (100, 10.0), (1000, 95.0)], "linear (k = 0.99)"),
+        ([(10, 1.0), (1000, 10.0)], "~ n^0.50"),
+        ([(10, 1.0)], "one size: no growth measured"),
+        ([(10, 0.0), (100, 1.0)], "one size: no growth measured"),
+    ],
+)
+def test_growth_is_named_from_the_curve(points: list[tuple[float, float]], shape: str) -> None:
+    assert growth(points) == shape
 
 
 def test_notes_written_by_hand_end_the_page() -> None:

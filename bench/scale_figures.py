@@ -1,0 +1,82 @@
+"""The report's rows of the scale curves, and the growth each curve shows.
+
+``growth`` names how a cost grows with size from the curve itself: the exponent ``k`` of
+``cost ~ size^k`` between the smallest and the largest size measured (a log-log slope).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from bench.figure import Figure, Result
+
+FLAT_BELOW = 0.2  # k under this: the cost does not depend on size (noise aside)
+LINEAR_WITHIN = 0.2  # k within this of 1: linear
+
+
+def growth(points: Sequence[tuple[float, float]]) -> str:
+    """``flat``, ``linear`` or ``~ n^k`` from ``(size, cost)`` points (k from the extremes)."""
+    valid = sorted((n, c) for n, c in points if n > 0 and c > 0)
+    if len(valid) < 2 or valid[0][0] == valid[-1][0]:
+        return "one size: no growth measured"
+    (n0, c0), (n1, c1) = valid[0], valid[-1]
+    k = math.log(c1 / c0) / math.log(n1 / n0)
+    if k < FLAT_BELOW:
+        return f"flat (k = {k:.2f})"
+    if abs(k - 1) <= LINEAR_WITHIN:
+        return f"linear (k = {k:.2f})"
+    return f"~ n^{k:.2f}"
+
+
+def row_scale_growth(sizes: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The growth in rows of the point query's p50, the full read and the total memory."""
+    curves = {
+        "point": [(s["rows"], s["point"]["ours"]["p50_ms"]) for s in sizes],
+        "full": [(s["rows"], s["full"]["ours_ms"]) for s in sizes],
+        "memory": [(s["rows"], s["bytes_per_row"] * s["rows"]) for s in sizes],
+    }
+    return {name: growth(points) for name, points in curves.items()}
+
+
+def row_scale(result: Result) -> list[Figure]:
+    """Per size: point query p50, full read and memory per row, against the plain hash."""
+    sizes = result["figures"]["sizes"]
+    replica_rows = result["figures"]["replica_rows"]
+    shapes = row_scale_growth(sizes)
+    rows = []
+    for size in sizes:
+        at = f"at {size['rows']:,} rows"
+        log_share = size["log_bytes_per_row"] / size["bytes_per_row"]
+        rows += [
+            Figure(
+                "row_scale",
+                f"point query p50 {at}",
+                size["point"]["ours"]["p50_ms"],
+                "ms",
+                size["point"]["plain"]["p50_ms"],
+                "HGET on a plain hash",
+                note=f"p99 {size['point']['ours']['p99_ms']:.2f} ms; index, then the filter "
+                f"over the replica's {replica_rows:,} rows; {shapes['point']} in rows",
+            ),
+            Figure(
+                "row_scale",
+                f"full read {at}",
+                size["full"]["ours_ms"],
+                "ms",
+                size["full"]["plain_ms"],
+                "HGETALL of a plain hash, decoded alike",
+                note=f"{shapes['full']} in rows",
+            ),
+            Figure(
+                "row_scale",
+                f"Redis memory per row {at}",
+                size["bytes_per_row"],
+                "bytes/row",
+                size["plain_bytes_per_row"],
+                "plain hash of the same rows",
+                note=f"{log_share:.0%} of it the change log; total {shapes['memory']} in rows",
+            ),
+        ]
+    return rows
