@@ -58,6 +58,11 @@ PLAN = (
         ("--sizes", "2000,5000", "--repeats", "2"),
     ),
     Bench("row_scale", (), ("--sizes", "1000,5000", "--queries", "20", "--repeats", "1")),
+    Bench(
+        "fleet_scale",
+        (),
+        ("--replicas=3,30", "--collections=1,10", "--updates=20000", "--request-updates=100"),
+    ),
     # 20 s of probing, then loading 1,000,000 rows (unmeasured) and their delete: 1 to 4
     # minutes, depending on what else the machine runs.
     Bench("reader_latency", (), ("--rows", "20000", "--phase-s", "2"), timeout_s=480),

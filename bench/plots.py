@@ -21,7 +21,7 @@ from matplotlib.figure import Figure as Canvas
 
 from bench import targets
 from bench.figures import CAPACITY_LABELS, cpu_kinds
-from bench.scale_figures import row_scale_growth
+from bench.scale_figures import fleet_scale_growth, row_scale_growth
 
 logger = logging.getLogger(__name__)
 
@@ -301,6 +301,12 @@ def reader_latency(result: Result, canvas: Canvas) -> None:
         axes.legend(fontsize=8, loc="upper left", ncols=3)
 
 
+def _ticks_at(axes: Axes, values: list[int]) -> None:
+    """x ticks at the measured points only, in plain numbers (not 3x10^0 on a log axis)."""
+    axes.set_xticks(values, [f"{v:,}" for v in values])
+    axes.minorticks_off()
+
+
 def row_scale(result: Result, canvas: Canvas) -> None:
     """Point query, full read and memory against collection size, each beside its plain
     hash baseline, on log axes; the legend gives the growth each curve shows."""
@@ -324,6 +330,69 @@ def row_scale(result: Result, canvas: Canvas) -> None:
         axes.set_xlabel("collection rows")
         axes.set_ylabel(ylabel)
         axes.legend(fontsize=8)
+        _ticks_at(axes, rows)
+
+
+def fleet_scale(result: Result, canvas: Canvas) -> None:
+    """Apply rate against replicas and collections, and the lease check against replicas,
+    each beside its baseline; the legend gives the growth each curve shows."""
+    figures = result["figures"]
+    shapes = fleet_scale_growth(figures)
+    by_replicas, by_collections = figures["replicas"], figures["collections"]
+    replicas = [p["replicas"] for p in by_replicas]
+    rate, check, tables = canvas.subplots(1, 3)
+    rate.semilogx(
+        replicas,
+        [p["updates_per_s"] for p in by_replicas],
+        "o-",
+        color=OURS,
+        label=f"store + sightings (time per update {shapes['replicas']})",
+    )
+    rate.semilogx(
+        replicas,
+        [p["baseline_updates_per_s"] for p in by_replicas],
+        "s-",
+        color=BASE,
+        label="HINCRBY pipelined (baseline)",
+    )
+    rate.set_xlabel("replicas (one collection)")
+    check.loglog(
+        replicas,
+        [p["lease_check_ms"] for p in by_replicas],
+        "o-",
+        color=OURS,
+        label=f"check_leases ({shapes['lease']})",
+    )
+    check.axhline(
+        figures["baseline_lease_check_ms"],
+        color=BASE,
+        linestyle="--",
+        label="the check with no replica (baseline)",
+    )
+    check.set_xlabel("active replicas")
+    check.set_ylabel("lease check, ms (median)")
+    collections = [p["collections"] for p in by_collections]
+    tables.semilogx(
+        collections,
+        [p["updates_per_s"] for p in by_collections],
+        "o-",
+        color=OURS,
+        label=f"store (time per update {shapes['collections']})",
+    )
+    tables.semilogx(
+        collections,
+        [p["baseline_updates_per_s"] for p in by_collections],
+        "s-",
+        color=BASE,
+        label="HINCRBY pipelined (baseline)",
+    )
+    tables.set_xlabel("collections (three replicas)")
+    for axes in (rate, tables):
+        axes.set_ylabel("applied updates/s")
+        axes.set_ylim(bottom=0)
+    for axes, points in ((rate, replicas), (check, replicas), (tables, collections)):
+        axes.legend(fontsize=8)
+        _ticks_at(axes, points)
 
 
 DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
@@ -336,6 +405,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "reader_latency": (reader_latency, (13, 4.5)),
     "capacity": (capacity, (13, 4.5)),
     "row_scale": (row_scale, (15, 4.5)),
+    "fleet_scale": (fleet_scale, (15, 4.5)),
 }
 
 

@@ -28,6 +28,8 @@ PLOTS = {
     "plain-loop baseline",
     "row_scale": "Point query, full read and Redis memory per row at growing collection "
     "sizes, each against a plain Redis hash of the same rows (log axes)",
+    "fleet_scale": "Apply rate against replicas and collections, and the lease check "
+    "against replicas, each beside its baseline (pipelined HINCRBY; the check with no replica)",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }

@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.figure import Figure, Result
 
-FLAT_BELOW = 0.2  # k under this: the cost does not depend on size (noise aside)
+FLAT_BELOW = 0.1  # k under this: the cost barely depends on size (1.6x at most over 100x)
 LINEAR_WITHIN = 0.2  # k within this of 1: linear
 
 
@@ -79,4 +79,63 @@ def row_scale(result: Result) -> list[Figure]:
                 note=f"{log_share:.0%} of it the change log; total {shapes['memory']} in rows",
             ),
         ]
+    return rows
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def fleet_scale_growth(figures: dict[str, Any]) -> dict[str, str]:
+    """The growth of the time per update in replicas and in collections, and of the lease
+    check in replicas."""
+    by_replicas, by_collections = figures["replicas"], figures["collections"]
+    return {
+        "replicas": growth([(p["replicas"], 1 / p["updates_per_s"]) for p in by_replicas]),
+        "lease": growth([(p["replicas"], p["lease_check_ms"]) for p in by_replicas]),
+        "collections": growth([(p["collections"], 1 / p["updates_per_s"]) for p in by_collections]),
+    }
+
+
+def fleet_scale(result: Result) -> list[Figure]:
+    """Apply rate per replica and per collection count, and the lease check per replica
+    count, against pipelined HINCRBY and the check without replicas."""
+    figures = result["figures"]
+    shapes = fleet_scale_growth(figures)
+    baseline = "HINCRBY per update, pipelined"
+    rows = []
+    for point in figures["replicas"]:
+        replicas = _count(point["replicas"], "replica")
+        rows += [
+            Figure(
+                "fleet_scale",
+                f"apply rate, {replicas}, one collection",
+                point["updates_per_s"],
+                "updates/s",
+                point["baseline_updates_per_s"],
+                baseline,
+                note=f"heartbeats recorded too; time per update {shapes['replicas']} in replicas",
+            ),
+            Figure(
+                "fleet_scale",
+                f"lease check, {replicas}",
+                point["lease_check_ms"],
+                "ms",
+                figures["baseline_lease_check_ms"],
+                "the check with no replica",
+                note=f"{shapes['lease']} in replicas",
+            ),
+        ]
+    for point in figures["collections"]:
+        rows.append(
+            Figure(
+                "fleet_scale",
+                f"apply rate, {_count(point['collections'], 'collection')}, three replicas",
+                point["updates_per_s"],
+                "updates/s",
+                point["baseline_updates_per_s"],
+                baseline + ", as many hashes",
+                note=f"time per update {shapes['collections']} in collections",
+            )
+        )
     return rows

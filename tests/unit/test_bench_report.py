@@ -209,6 +209,38 @@ def fixture() -> dict[str, Any]:
                 "replica_rows": 1000,
             },
         ),
+        "fleet_scale": _ok(
+            {"replicas": "3,300", "collections": "1,100", "updates": 300_000},
+            {
+                "replicas": [
+                    {
+                        "replicas": 3,
+                        "updates_per_s": 40_000.0,
+                        "baseline_updates_per_s": 50_000.0,
+                        "lease_check_ms": 5.0,
+                    },
+                    {
+                        "replicas": 300,
+                        "updates_per_s": 20_000.0,
+                        "baseline_updates_per_s": 50_000.0,
+                        "lease_check_ms": 50.0,
+                    },
+                ],
+                "baseline_lease_check_ms": 4.0,
+                "collections": [
+                    {
+                        "collections": 1,
+                        "updates_per_s": 40_000.0,
+                        "baseline_updates_per_s": 50_000.0,
+                    },
+                    {
+                        "collections": 100,
+                        "updates_per_s": 36_000.0,
+                        "baseline_updates_per_s": 45_000.0,
+                    },
+                ],
+            },  # fmt: skip
+        ),
         "reader_latency": _ok(
             {"rows": 1_000_000, "phase_s": 10.0, "interval_ms": 5.0, "group": 50},
             _reader_latency(1_000_000),
@@ -527,6 +559,21 @@ def test_row_scale_compares_each_size_with_a_plain_hash_and_names_the_growth() -
     memory = _cells(_row(markdown, "Redis memory per row at 10,000 rows"))
     assert memory[2:5] == ["200 bytes/row", "80 bytes/row (plain hash of the same rows)", "2.5x"]
     assert "25% of it the change log; total linear (k = 0.94)" in memory[1]
+
+
+def test_fleet_scale_compares_each_fleet_with_its_baseline_and_names_the_growth() -> None:
+    markdown = render(fixture(), {})
+    wide = _cells(_row(markdown, "apply rate, 300 replicas, one collection"))
+    assert wide[2:5] == ["20,000 updates/s", "50,000 updates/s (HINCRBY per update, pipelined)",
+                         "0.4x"]  # fmt: skip
+    assert "time per update ~ n^0.15 in replicas" in wide[1]
+    check = _cells(_row(markdown, "lease check, 300 replicas"))
+    assert check[2:5] == ["50 ms", "4 ms (the check with no replica)", "12.5x"]
+    assert "~ n^0.50" in check[1]
+    tables = _cells(_row(markdown, "apply rate, 100 collections, three replicas"))
+    assert tables[2:5] == ["36,000 updates/s", "45,000 updates/s (HINCRBY per update, "
+                           "pipelined, as many hashes)", "0.8x"]  # fmt: skip
+    assert "flat (k = 0.02)" in tables[1]
 
 
 @pytest.mark.parametrize(
