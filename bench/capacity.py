@@ -36,6 +36,7 @@ from bench.common import report, services
 from bench.cpu import KINDS, per_million
 from bench.e2e import PathResult, path_figures, run_path
 from bench.e2e_paths import CPU_PREFIX, plain_consumer, spark_consumer
+from bench.e2e_workload import add_shape_options
 from bench.targets import CAPACITY_P99_MS
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
@@ -181,6 +182,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help=f"some of {', '.join(VARIANTS)}"
     )
+    add_shape_options(parser)
     return parser
 
 

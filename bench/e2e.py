@@ -71,18 +71,12 @@ from bench.e2e_paths import (
     spark_consumer,
     wait_applied,
 )
-from bench.e2e_workload import (
-    PARTITIONS,
-    Message,
-    spread_name,
-    workload,
-)
+from bench.e2e_workload import Message, add_shape_options, bench_specs, workload
 from bench.targets import E2E_P99_MS, E2E_RATE, E2E_SPARK_SHARE
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from schemas.introspection import introspection_specs
 from spark_consumers.session import build_spark_session
 
 if TYPE_CHECKING:
@@ -186,12 +180,9 @@ def run_path(
     """One consumer on a fresh topic and fresh collections, which are removed after."""
     token = f"{label}-{uuid.uuid4().hex[:8]}"
     topic = f"bench-e2e-{token}"
-    specs = [
-        dataclasses.replace(spec, name=spread_name(f"{spec.name}-e2e-{token}", i % PARTITIONS))
-        for i, spec in enumerate(introspection_specs())
-    ]
+    specs = bench_specs(args.collections, args.partitions, token)
     admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
     store = RedisStore.connect(endpoints.redis_url)
     for spec in specs:
         store.create_collection(spec)
@@ -314,6 +305,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--master", default=os.environ.get("CM_SPARK_MASTER", "local[2]"), help="Spark master"
     )
+    add_shape_options(parser)
     return parser
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from collection_manager.core.requests import Append, Update
 from collection_manager.core.specs import CollectionSpec, Value
@@ -17,10 +16,7 @@ from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import double_positions
 from collection_manager.storage.rows import encode_row
 from schemas.codec import encode_request
-
-if TYPE_CHECKING:
-    pass
-
+from schemas.introspection import introspection_specs
 
 PARTITIONS = 4
 
@@ -132,7 +128,31 @@ def java_partition(key: bytes, partitions: int = PARTITIONS) -> int:
     return partition_of(key, partitions)
 
 
-def spread_name(base: str, partition: int) -> str:
+def bench_specs(count: int, partitions: int, token: str) -> list[CollectionSpec]:
+    """``count`` collections cycling through the introspection schemas, collection ``i`` on
+    partition ``i % partitions``; the first five keep their schema's name before ``-e2e-``."""
+    schemas = introspection_specs()
+    specs = []
+    for i in range(count):
+        spec = schemas[i % len(schemas)]
+        base = spec.name if i < len(schemas) else f"{spec.name}-{i // len(schemas)}"
+        name = spread_name(f"{base}-e2e-{token}", i % partitions, partitions)
+        specs.append(dataclasses.replace(spec, name=name))
+    return specs
+
+
+def add_shape_options(parser: argparse.ArgumentParser) -> None:
+    """The topic's partitions and the number of collections the load goes to."""
+    parser.add_argument("--partitions", type=int, default=PARTITIONS, help="of the topic")
+    parser.add_argument(
+        "--collections",
+        type=int,
+        default=len(introspection_specs()),
+        help="collections the load goes to, cycling through the introspection schemas",
+    )
+
+
+def spread_name(base: str, partition: int, partitions: int = PARTITIONS) -> str:
     """``base`` with the first suffix that lands it on ``partition``.
 
     Random names would put the five collections on the four partitions differently in
@@ -140,5 +160,7 @@ def spread_name(base: str, partition: int) -> str:
     partition; fixed placement (two on partition 0, one on each other) keeps runs alike.
     """
     return next(
-        name for n in range(10_000) if java_partition((name := f"{base}-{n}").encode()) == partition
+        name
+        for n in range(10_000)
+        if java_partition((name := f"{base}-{n}").encode(), partitions) == partition
     )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from bench import targets
 from bench.figure import Figure, Result
 from bench.reader_figures import reader_latency
-from bench.scale_figures import fleet_scale, row_scale
+from bench.scale_figures import fleet_scale, row_scale, spark_scale
 
 __all__ = ["EXTRACTORS", "Figure", "figures_of"]
 
@@ -350,6 +350,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "reader_latency": reader_latency,
     "row_scale": row_scale,
     "fleet_scale": fleet_scale,
+    "spark_scale": spark_scale,
 }
 
 

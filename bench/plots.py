@@ -21,7 +21,7 @@ from matplotlib.figure import Figure as Canvas
 
 from bench import targets
 from bench.figures import CAPACITY_LABELS, cpu_kinds
-from bench.scale_figures import fleet_scale_growth, row_scale_growth
+from bench.scale_figures import fleet_scale_growth, row_scale_growth, spark_scale_growth
 
 logger = logging.getLogger(__name__)
 
@@ -395,6 +395,35 @@ def fleet_scale(result: Result, canvas: Canvas) -> None:
         _ticks_at(axes, points)
 
 
+def spark_scale(result: Result, canvas: Canvas) -> None:
+    """Spark's applied rate (bars: offered) against partitions and collections, the
+    baseline shape's rate as a line; the title gives the growth each curve shows."""
+    figures = result["figures"]
+    shapes = spark_scale_growth(figures)
+    base = figures["baseline"]
+    for axes, axis in zip(canvas.subplots(1, 2), ("partitions", "collections"), strict=True):
+        points = figures[axis]
+        counts = [p[axis] for p in points]
+        axes.semilogx(
+            counts, [p["applied"] for p in points], "o-", color=OURS, label="applied (Spark, local)"
+        )
+        axes.semilogx(
+            counts, [p["offered"] for p in points], "x:", color=OURS, alpha=0.5, label="offered"
+        )
+        axes.axhline(
+            base["applied"],
+            color=BASE,
+            linestyle="--",
+            label=f"{base['partitions']} partitions, {base['collections']} collections (baseline)",
+        )
+        axes.set_xlabel(axis)
+        axes.set_ylabel("updates/s")
+        axes.set_ylim(bottom=0)
+        axes.set_title(f"time per update: {shapes[axis]}", fontsize=9)
+        axes.legend(fontsize=8)
+        _ticks_at(axes, counts)
+
+
 DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
     "e2e": (e2e, (15, 4.5)),
     "store_apply": (store_apply, (7, 4.5)),
@@ -406,6 +435,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "capacity": (capacity, (13, 4.5)),
     "row_scale": (row_scale, (15, 4.5)),
     "fleet_scale": (fleet_scale, (15, 4.5)),
+    "spark_scale": (spark_scale, (11, 4.5)),
 }
 
 

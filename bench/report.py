@@ -30,6 +30,8 @@ PLOTS = {
     "sizes, each against a plain Redis hash of the same rows (log axes)",
     "fleet_scale": "Apply rate against replicas and collections, and the lease check "
     "against replicas, each beside its baseline (pipelined HINCRBY; the check with no replica)",
+    "spark_scale": "The Spark consumer's applied rate against the topic's partitions and "
+    "the number of collections, offered more than it applies, beside the usual shape",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }

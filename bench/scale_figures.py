@@ -12,19 +12,22 @@ from typing import Any
 
 from bench.figure import Figure, Result
 
-FLAT_BELOW = 0.1  # k under this: the cost barely depends on size (1.6x at most over 100x)
+FLAT_BELOW = 0.1  # |k| under this: the cost barely depends on size (1.6x at most over 100x)
 LINEAR_WITHIN = 0.2  # k within this of 1: linear
 
 
 def growth(points: Sequence[tuple[float, float]]) -> str:
-    """``flat``, ``linear`` or ``~ n^k`` from ``(size, cost)`` points (k from the extremes)."""
+    """``flat``, ``linear``, ``falling`` or ``~ n^k`` from ``(size, cost)`` points (k from
+    the smallest and the largest size)."""
     valid = sorted((n, c) for n, c in points if n > 0 and c > 0)
     if len(valid) < 2 or valid[0][0] == valid[-1][0]:
         return "one size: no growth measured"
     (n0, c0), (n1, c1) = valid[0], valid[-1]
     k = math.log(c1 / c0) / math.log(n1 / n0)
-    if k < FLAT_BELOW:
+    if abs(k) < FLAT_BELOW:
         return f"flat (k = {k:.2f})"
+    if k < 0:
+        return f"falling (k = {k:.2f})"
     if abs(k - 1) <= LINEAR_WITHIN:
         return f"linear (k = {k:.2f})"
     return f"~ n^{k:.2f}"
@@ -138,4 +141,48 @@ def fleet_scale(result: Result) -> list[Figure]:
                 note=f"time per update {shapes['collections']} in collections",
             )
         )
+    return rows
+
+
+KEPT_UP = 0.95  # applied at least this share of the offered rate: a lower bound of capacity
+
+
+def spark_scale_growth(figures: dict[str, Any]) -> dict[str, str]:
+    """The growth of the time per applied update in partitions and in collections."""
+    return {
+        axis: growth([(p[axis], 1 / p["applied"]) for p in figures[axis] if p["applied"] > 0])
+        for axis in ("partitions", "collections")
+    }
+
+
+def spark_scale(result: Result) -> list[Figure]:
+    """Spark's applied rate per partition count and per collection count, against the
+    shape the other benchmarks run (four partitions, five collections)."""
+    figures = result["figures"]
+    shapes = spark_scale_growth(figures)
+    base = figures["baseline"]
+    baseline_name = f"{base['partitions']} partitions, {base['collections']} collections"
+    rows = []
+    for axis, other in (("partitions", "collections"), ("collections", "partitions")):
+        for point in figures[axis]:
+            kept_up = point["applied"] >= KEPT_UP * point["offered"]
+            note = (
+                f"offered {point['offered']:,.0f}/s"
+                + (", all kept up with: a lower bound" if kept_up else "")
+                + f"; p99 {point['p99_ms']:,.0f} ms; "
+                f"{point['cpu_s_per_million'].get('all', math.nan):,.0f} CPU s per million; "
+                f"time per update {shapes[axis]} in {axis}"
+            )
+            rows.append(
+                Figure(
+                    "spark_scale",
+                    f"Spark applied rate, {_count(point[axis], axis[:-1])} "
+                    f"({_count(point[other], other[:-1])})",
+                    point["applied"],
+                    "updates/s",
+                    base["applied"],
+                    baseline_name,
+                    note=note,
+                )
+            )
     return rows

@@ -146,6 +146,19 @@ def _size(rows: int, point_ms: float, full_ms: float, bytes_per_row: float) -> d
     }  # fmt: skip
 
 
+def _shape(partitions: int, collections: int, applied: float) -> dict[str, Any]:
+    """One point of ``bench.spark_scale``: 80,000 updates/s offered."""
+    return {
+        "partitions": partitions,
+        "collections": collections,
+        "offered": 80_000.0,
+        "applied": applied,
+        "p99_ms": 5_000.0,
+        "drain_s": 10.0,
+        "cpu_s_per_million": {"all": 2e6 / applied},
+    }
+
+
 def _ok(scale: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "wall_s": 12.5, "run_s": 11.0, "scale": scale, "figures": figures}
 
@@ -239,7 +252,15 @@ def fixture() -> dict[str, Any]:
                         "baseline_updates_per_s": 45_000.0,
                     },
                 ],
-            },  # fmt: skip
+            },
+        ),
+        "spark_scale": _ok(
+            {"rate": 80_000.0, "partition_counts": "1,4", "collection_counts": "1,100"},
+            {
+                "baseline": _shape(4, 5, 40_000.0),
+                "partitions": [_shape(1, 5, 20_000.0), _shape(4, 5, 40_000.0)],
+                "collections": [_shape(4, 1, 79_000.0), _shape(4, 100, 10_000.0)],
+            },
         ),
         "reader_latency": _ok(
             {"rows": 1_000_000, "phase_s": 10.0, "interval_ms": 5.0, "group": 50},
@@ -576,12 +597,27 @@ def test_fleet_scale_compares_each_fleet_with_its_baseline_and_names_the_growth(
     assert "flat (k = 0.02)" in tables[1]
 
 
+def test_spark_scale_compares_each_shape_with_the_usual_one() -> None:
+    markdown = render(fixture(), {})
+    one = _cells(_row(markdown, "Spark applied rate, 1 partition (5 collections)"))
+    assert one[2:5] == ["20,000 updates/s", "40,000 updates/s (4 partitions, 5 collections)",
+                        "0.5x"]  # fmt: skip
+    assert "p99 5,000 ms; 100 CPU s per million; time per update falling (k = -0.50)" in one[1]
+    many = _cells(_row(markdown, "Spark applied rate, 100 collections (4 partitions)"))
+    assert many[2:5] == ["10,000 updates/s", "40,000 updates/s (4 partitions, 5 collections)",
+                         "0.25x"]  # fmt: skip
+    assert "lower bound" not in many[1] and "~ n^0.45" in many[1]
+    few = _cells(_row(markdown, "Spark applied rate, 1 collection (4 partitions)"))
+    assert "all kept up with: a lower bound" in few[1]
+
+
 @pytest.mark.parametrize(
     ("points", "shape"),
     [
         ([(10, 5.0), (1000, 5.5)], "flat (k = 0.02)"),
         ([(10, 1.0), (100, 10.0), (1000, 95.0)], "linear (k = 0.99)"),
         ([(10, 1.0), (1000, 10.0)], "~ n^0.50"),
+        ([(10, 10.0), (1000, 1.0)], "falling (k = -0.50)"),
         ([(10, 1.0)], "one size: no growth measured"),
         ([(10, 0.0), (100, 1.0)], "one size: no growth measured"),
     ],
