@@ -4,7 +4,7 @@ A kind is a set of process trees: the Kafka broker and Redis (their recorded pid
 nodes of a Redis Cluster this process started), this benchmark process (the producer, the
 watcher and, for Spark, the driver), the Spark JVMs (this process's Java children: the
 driver's, or a standalone Master and Workers with their executors), Spark's Python
-workers (the JVMs' ``pyspark`` descendants) and the plain loop (a Python child). A process
+workers (the JVMs' Python descendants) and the plain loop (a Python child). A process
 counts its own time and the time of the children it reaped (``cutime``/``cstime``), so
 Python workers that exited between two samples are still counted, once, by the daemon
 that reaped them.
@@ -84,18 +84,22 @@ def classify(
     for child in children.get(me, ()):
         if child in counted:
             continue
-        program = processes[child][2].split(" ")[0]
+        program = _program(processes[child][2])
         if "redis-server" in program:  # the nodes of a Redis Cluster it started
             totals[REDIS] += sum(processes[p][1] for p in tree(child))
         elif "java" in program:  # Spark's driver JVM, or a standalone Master or Worker
-            jvm = [p for p in tree(child) if "pyspark" not in processes[p][2]]
-            totals[JVM] += sum(processes[p][1] for p in jvm)
-            totals[WORKERS] += sum(
-                processes[p][1] for p in tree(child) if "pyspark" in processes[p][2]
-            )
+            # Told apart by the program, not the command line: the JVM's class path names
+            # pyspark's jars too.
+            for p in tree(child):
+                kind = WORKERS if "python" in _program(processes[p][2]) else JVM
+                totals[kind] += processes[p][1]
         elif "python" in program:
             totals[PLAIN] += sum(processes[p][1] for p in tree(child))
     return totals
+
+
+def _program(command_line: str) -> str:
+    return command_line.split(" ")[0]
 
 
 def cpu_by_kind() -> dict[str, float]:

@@ -50,9 +50,10 @@ PROCESSES = {
     11: (10, 2.0, "helper of the broker"),
     20: (1, 8.0, "redis-server 127.0.0.1:6379"),
     ME: (1, 12.0, "python -m bench.capacity"),
-    101: (ME, 30.0, "/usr/lib/jvm/bin/java -cp spark org.apache.spark.deploy.SparkSubmit"),
-    102: (101, 6.0, "python -m pyspark.daemon"),
-    103: (102, 3.0, "python -m pyspark.daemon"),
+    # The driver's class path names pyspark's jars: it is a JVM all the same.
+    101: (ME, 30.0, "/usr/lib/jvm/bin/java -cp site-packages/pyspark/jars/* SparkSubmit"),
+    102: (101, 6.0, "/venv/bin/python -m pyspark.daemon"),
+    103: (102, 3.0, "/venv/bin/python -m pyspark.daemon pyspark.worker"),
     104: (101, 1.0, "bash spark-class"),
     105: (ME, 4.0, "python -m bench.plain_loop"),
     200: (1, 99.0, "something else on the machine"),
