@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from tests.integration import engine as docker_engine_lib
+from tests.integration.consumer_process import stop_leftovers
 from tests.integration.own_services import OwnContainer, OwnProcess, OwnService
 from tests.integration.service_containers import ServiceContainer
 from tests.integration.workload import create_specs
@@ -58,6 +60,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def no_consumer_outlives_its_test() -> Iterator[None]:
+    """A test's ``consume`` processes are stopped when it ends, whatever it forgot: a
+    consumer left running would apply the next tests' requests and stay behind after CI."""
+    yield
+    left = stop_leftovers()
+    if left:
+        warnings.warn(f"{left} consume process(es) outlived the test; killed", stacklevel=1)
 
 
 @pytest.fixture(scope="session")

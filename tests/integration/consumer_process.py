@@ -23,12 +23,16 @@ def consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict
     )
 
 
+# Every consumer a test started, so that none outlives its test (``stop_leftovers``).
+_started: list[subprocess.Popen[bytes]] = []
+
+
 def start_consumer(
     env: dict[str, str], log: Path, cwd: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """Starts ``consume`` in its own process group, its output appended to ``log``."""
     with open(log, "ab") as out:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "collection_manager.cli.main", "consume"],
             env=env,
             cwd=cwd,
@@ -36,6 +40,17 @@ def start_consumer(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    _started.append(process)
+    return process
+
+
+def stop_leftovers() -> int:
+    """Kills the consumers started so far that still run; returns how many there were."""
+    left = [process for process in _started if process.poll() is None]
+    for process in left:
+        kill(process)
+    _started.clear()
+    return len(left)
 
 
 def kill(process: subprocess.Popen[bytes]) -> None:

@@ -59,14 +59,18 @@ def pipeline_under_load(
         for p in range(2)
     ]
     fleet: Fleet | None = None
+    run: PipelineRun | None = None
     try:
         for thread in producers:
             thread.start()
         fleet = Fleet.start(kafka, redis_url, topic, unique, max_steps=20)
-        yield PipelineRun(consumer, log, env, fleet, stop, producers)
+        run = PipelineRun(consumer, log, env, fleet, stop, producers)
+        yield run
     finally:
         stop.set()
         if fleet is not None:
             fleet.stop()
-        if consumer.poll() is None:
-            kill(consumer)
+        # The consumer running now: crash_consumer replaced the one started here.
+        for process in [consumer] if run is None else [consumer, run.consumer]:
+            if process.poll() is None:
+                kill(process)
