@@ -5,7 +5,8 @@ one message per row, all with one key (one collection, one partition). The basel
 it whole and flushes. The cancel runs cancel the subscribe's token half-way through the
 baseline's time and purge the producer. *Quiet* is reached when the emitting thread has
 stopped, the local queue is empty (purged; in-flight messages acknowledged) and the topic's
-high watermark then stays put for a settle window. Target: quiet within 100 ms.
+high watermark then stays put for a settle window. Target: quiet within 50 ms (issue 19;
+100 ms before).
 
 A third series holds batches back (5 s linger) so the local queue is full at the cancel:
 the worst case for the purge. Run: ``.venv/bin/python -m bench.cancel_to_quiet [--rows N]``.
