@@ -23,7 +23,7 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/collection-manager demo
 
-# Every benchmark (under 15 minutes on 2 cores), then docs/benchmarks.md and its plots.
+# Every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md and its plots.
 bench: setup
 	$(BIN)/collection-manager bench all
 

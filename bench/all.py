@@ -1,6 +1,6 @@
 """Every benchmark, one process each, then ``<out>/benchmarks.md`` and its plots.
 
-The full scale fits a 2-core machine in under 15 minutes; ``--quick`` is a smoke run of a
+The full scale fits a 2-core machine in under 20 minutes; ``--quick`` is a smoke run of a
 few minutes whose figures mean nothing. Kafka and Redis are started once (or reused) for
 all benchmarks and stopped after if this run started them. The collected results go to
 ``--results`` (JSON), from which ``--from-results`` renders the report again without

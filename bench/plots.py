@@ -333,32 +333,36 @@ def row_scale(result: Result, canvas: Canvas) -> None:
         _ticks_at(axes, rows)
 
 
+def _rate_panel(axes: Axes, points: list[Result], axis: str, ours: str, xlabel: str) -> None:
+    """The store's apply rate and pipelined HINCRBY's against ``axis`` (log x)."""
+    counts = [p[axis] for p in points]
+    axes.semilogx(counts, [p["updates_per_s"] for p in points], "o-", color=OURS, label=ours)
+    axes.semilogx(
+        counts,
+        [p["baseline_updates_per_s"] for p in points],
+        "s-",
+        color=BASE,
+        label="HINCRBY pipelined (baseline)",
+    )
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("applied updates/s")
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize=8)
+    _ticks_at(axes, counts)
+
+
 def fleet_scale(result: Result, canvas: Canvas) -> None:
     """Apply rate against replicas and collections, and the lease check against replicas,
     each beside its baseline; the legend gives the growth each curve shows."""
     figures = result["figures"]
     shapes = fleet_scale_growth(figures)
-    by_replicas, by_collections = figures["replicas"], figures["collections"]
-    replicas = [p["replicas"] for p in by_replicas]
     rate, check, tables = canvas.subplots(1, 3)
-    rate.semilogx(
-        replicas,
-        [p["updates_per_s"] for p in by_replicas],
-        "o-",
-        color=OURS,
-        label=f"store + sightings (time per update {shapes['replicas']})",
-    )
-    rate.semilogx(
-        replicas,
-        [p["baseline_updates_per_s"] for p in by_replicas],
-        "s-",
-        color=BASE,
-        label="HINCRBY pipelined (baseline)",
-    )
-    rate.set_xlabel("replicas (one collection)")
+    label = f"store + sightings (time per update {shapes['replicas']})"
+    _rate_panel(rate, figures["replicas"], "replicas", label, "replicas (one collection)")
+    replicas = [p["replicas"] for p in figures["replicas"]]
     check.loglog(
         replicas,
-        [p["lease_check_ms"] for p in by_replicas],
+        [p["lease_check_ms"] for p in figures["replicas"]],
         "o-",
         color=OURS,
         label=f"check_leases ({shapes['lease']})",
@@ -371,28 +375,11 @@ def fleet_scale(result: Result, canvas: Canvas) -> None:
     )
     check.set_xlabel("active replicas")
     check.set_ylabel("lease check, ms (median)")
-    collections = [p["collections"] for p in by_collections]
-    tables.semilogx(
-        collections,
-        [p["updates_per_s"] for p in by_collections],
-        "o-",
-        color=OURS,
-        label=f"store (time per update {shapes['collections']})",
-    )
-    tables.semilogx(
-        collections,
-        [p["baseline_updates_per_s"] for p in by_collections],
-        "s-",
-        color=BASE,
-        label="HINCRBY pipelined (baseline)",
-    )
-    tables.set_xlabel("collections (three replicas)")
-    for axes in (rate, tables):
-        axes.set_ylabel("applied updates/s")
-        axes.set_ylim(bottom=0)
-    for axes, points in ((rate, replicas), (check, replicas), (tables, collections)):
-        axes.legend(fontsize=8)
-        _ticks_at(axes, points)
+    check.legend(fontsize=8)
+    _ticks_at(check, replicas)
+    label = f"store (time per update {shapes['collections']})"
+    by_collections = figures["collections"]
+    _rate_panel(tables, by_collections, "collections", label, "collections (three replicas)")
 
 
 def spark_scale(result: Result, canvas: Canvas) -> None:
