@@ -11,7 +11,11 @@ import statistics
 import time
 from typing import Any
 
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
 from bench.common import report, services
+from bench.reader_load import CALL_TIMEOUT_S
 from collection_manager.core.filters import eq, prefix
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec, Row
@@ -92,7 +96,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Median indexed and scan delete times per collection size (scan None when skipped)."""
     sizes = []
     with services() as endpoints:
-        store = RedisStore(redis_client(endpoints.redis_url), log_max_length=10_000)
+        # Dropping a million rows is one function call of several seconds: wait for it,
+        # never send it again (redis-py's default gives up after 5 s and retries).
+        client = redis_client(
+            endpoints.redis_url, socket_timeout=CALL_TIMEOUT_S, retry=Retry(NoBackoff(), 0)
+        )
+        store = RedisStore(client, log_max_length=10_000)
         for size in (int(s) for s in args.sizes.split(",")):
             start = time.perf_counter()
             collection = _Collection(store, size)
