@@ -116,8 +116,9 @@ def capacity(result: Result, canvas: Canvas) -> None:
         for name, height in zip(paths, heights, strict=True):
             bottoms[name] += height
     cpu.set_ylabel("CPU s per million updates (lowest step)")
+    cpu.set_ylim(top=max(bottoms.values(), default=1.0) * 1.6)  # room for the legend
     cpu.tick_params(axis="x", labelsize=7, labelrotation=15)
-    cpu.legend(fontsize=6)
+    cpu.legend(fontsize=6, loc="upper left", ncols=2)
 
 
 def store_apply(result: Result, canvas: Canvas) -> None:
