@@ -35,14 +35,12 @@ from rich.console import Console
 from bench.common import report, services
 from bench.cpu import KINDS, per_million
 from bench.e2e import PathResult, path_figures, run_path
-from bench.e2e_paths import CPU_PREFIX, plain_consumer, spark_consumer
+from bench.e2e_paths import CPU_PREFIX, bench_session, plain_consumer, spark_consumer
 from bench.e2e_workload import add_shape_options
 from bench.targets import CAPACITY_P99_MS
-from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.devservices.redis_cluster import start_cluster as start_redis_cluster
 from collection_manager.devservices.spark_cluster import start_cluster as start_spark_cluster
-from spark_consumers.session import build_spark_session
 
 SECOND_BOUND_MS = 2_000  # the looser bound capacity is also given at
 # What is compared, in the order it runs: the baseline, the Spark consumer as the other
@@ -135,9 +133,7 @@ def climb_spark(
     label: str, master: str, endpoints: Endpoints, args: argparse.Namespace
 ) -> list[dict[str, Any]]:
     """The Spark consumer's steps on ``master``, in a session of its own (stopped after)."""
-    config = dataclasses.replace(from_env(SparkConfig), spark_master=master)
-    spark = build_spark_session(config, from_env(InfraConfig), f"bench-capacity-{label}")
-    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    spark = bench_session(master, f"bench-capacity-{label}")
     try:
         return climb(
             label,

@@ -65,6 +65,7 @@ from bench.common import report, services
 from bench.e2e_paths import (
     Phases,
     Watcher,
+    bench_session,
     plain_consumer,
     publish,
     snapshot,
@@ -73,11 +74,9 @@ from bench.e2e_paths import (
 )
 from bench.e2e_workload import Message, add_shape_options, bench_specs, workload
 from bench.targets import E2E_P99_MS, E2E_RATE, E2E_SPARK_SHARE
-from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from spark_consumers.session import build_spark_session
 
 if TYPE_CHECKING:
     pass
@@ -316,10 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["plain"] = run_path(
             "plain", lambda topic: plain_consumer(endpoints, topic), endpoints, args
         )
-        config = dataclasses.replace(from_env(SparkConfig), spark_master=args.master)
-        spark = build_spark_session(config, from_env(InfraConfig), "bench-e2e")
-        # Every batch's durations are summed for the busy share; keep them all.
-        spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        spark = bench_session(args.master, "bench-e2e")
         results["spark"] = run_path(
             "spark",
             lambda topic: spark_consumer(spark, endpoints, topic, args.trigger_ms),

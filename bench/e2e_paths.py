@@ -5,6 +5,7 @@ See ``bench/e2e.py`` for what is measured and how.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import queue
@@ -19,12 +20,19 @@ from typing import TYPE_CHECKING
 from bench import plain_loop
 from bench.cpu import cpu_by_kind
 from bench.e2e_workload import Message, Probe
-from collection_manager.config import ConsumerConfig, ReplicaConfig, from_env
+from collection_manager.config import (
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    SparkConfig,
+    from_env,
+)
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.producer import DeliveryCallback, KafkaProducer
 from collection_manager.storage.client import on_every_primary, redis_client
 from collection_manager.storage.keys import CollectionKeys
 from spark_consumers.job import start_consumer
+from spark_consumers.session import build_spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -187,6 +195,15 @@ def spark_phases(query: StreamingQuery) -> dict[str, float]:
     totals["busy"] = totals.get("triggerExecution", 0.0)
     totals["batches"] = len(progress_list)
     return totals
+
+
+def bench_session(master: str, name: str) -> SparkSession:
+    """A Spark session on ``master`` as the consumer's, keeping every batch's progress:
+    the busy share and the batch counts sum all of them."""
+    config = dataclasses.replace(from_env(SparkConfig), spark_master=master)
+    spark = build_spark_session(config, from_env(InfraConfig), name)
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    return spark
 
 
 @contextmanager

@@ -142,6 +142,7 @@ def lease_check_ms(endpoints: Endpoints, replicas: int, checks: int) -> float:
     finally:
         controller.close()
         _drop_namespace(client, config.replica_namespace)
+        client.close()
         admin.delete_topics([topic])
 
 

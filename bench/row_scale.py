@@ -24,6 +24,8 @@ import argparse
 import random
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import redis
@@ -110,7 +112,7 @@ def _updates(first: int, size: int) -> tuple[tuple[Row, int], ...]:
     return tuple((_row(i), 1) for i in range(first, last))
 
 
-def _timed_ms(action: Any) -> float:
+def _timed_ms(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
     return (time.perf_counter() - start) * 1e3
@@ -134,8 +136,8 @@ def point_queries(grown: _Growing, queries: int, seed: int) -> dict[str, dict[st
         assert grown.client.hget(PLAIN, encode_row(row)) == b"1"
 
     return {
-        "ours": _percentiles([_timed_ms(lambda r=row: ours(r)) for row in picks]),
-        "plain": _percentiles([_timed_ms(lambda r=row: plain(r)) for row in picks]),
+        "ours": _percentiles([_timed_ms(partial(ours, row)) for row in picks]),
+        "plain": _percentiles([_timed_ms(partial(plain, row)) for row in picks]),
     }
 
 

@@ -20,19 +20,16 @@ Run: ``.venv/bin/python -m bench.spark_scale [--partition-counts 1,4,8] [--rate 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
 from bench.capacity import step_figures
 from bench.common import report, services
 from bench.e2e import parser as e2e_parser
 from bench.e2e import run_path
-from bench.e2e_paths import spark_consumer
+from bench.e2e_paths import bench_session, spark_consumer
 from bench.e2e_workload import PARTITIONS
-from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.devservices import Endpoints
 from schemas.introspection import introspection_specs
-from spark_consumers.session import build_spark_session
 
 DEFAULT_COLLECTIONS = len(introspection_specs())
 
@@ -72,9 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     partitions = [int(n) for n in args.partition_counts.split(",")]
     collections = [int(n) for n in args.collection_counts.split(",")]
     with services() as endpoints:
-        config = dataclasses.replace(from_env(SparkConfig), spark_master=args.master)
-        spark = build_spark_session(config, from_env(InfraConfig), "bench-spark-scale")
-        spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        spark = bench_session(args.master, "bench-spark-scale")
         try:
             points: dict[tuple[int, int], dict[str, Any]] = {}
             shapes = [(p, DEFAULT_COLLECTIONS) for p in partitions]
