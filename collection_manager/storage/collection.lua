@@ -8,7 +8,8 @@
 --   total), validity (hash row -> JSON {valid_until: diff}), schedule (zset of
 --   "valid_until|row" by valid_until), expiration (string ms; absent: none), refused (hash
 --   "topic:partition:offset" -> why), expiries (zset row -> when its TTL expires, ms),
---   pending (hash: the delete in progress)
+--   pending (hash: the delete in progress), bound (string: at least every row's
+--   |multiplicity|; absent: unknown unless contents is empty)
 -- args: 1 index key prefix, 2 log max length, 3 JSON payload (has ic = {{name, pos}}, ds,
 --   the rows of a delete step, and now, the consumer's clock in ms), 4 the function's own
 --   argument, 5... texts the payload's operations address: rows of appends, queries of
@@ -186,6 +187,10 @@ local function open_collection(keys, args)
   local payload = cjson.decode(args[3])
   local indexed = payload.ic
   local log_update, flush_log, resume_log, next_log_seq = open_log(k.log, args[2])
+  -- Known when stored, or when there are no rows; then kept up to date by add, and
+  -- written back by finish when raised.
+  local stored_bound = tonumber(redis.call('GET', k.bound) or '')
+  local bound = stored_bound or (redis.call('EXISTS', contents) == 0 and 0 or nil)
   local counts = {}
   for _, name in ipairs(COUNTERS) do counts[name] = 0 end
   local c = {keys = k, index_prefix = index_prefix, payload = payload, argument = args[4],
@@ -204,16 +209,18 @@ local function open_collection(keys, args)
   end
 
   -- One update of a row's multiplicity: contents, index sets, TTL entry, change log, and
-  -- the count of retractions that leave a row negative.
-  function c.add(time, row, diff)
+  -- the count of retractions that leave a row negative. index_keys: the row's index keys
+  -- when the caller has them (see shared_index_keys), else derived from the row.
+  function c.add(time, row, diff, index_keys)
     local new = redis.call('HINCRBY', contents, row, integer(diff))
+    if bound and (new > bound or -new > bound) then bound = math.abs(new) end
     if new == diff then
-      for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do
+      for _, key in ipairs(index_keys or row_index_keys(indexed, index_prefix, row)) do
         redis.call('SADD', key, row)
       end
     elseif new == 0 then
       redis.call('HDEL', contents, row)
-      for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do
+      for _, key in ipairs(index_keys or row_index_keys(indexed, index_prefix, row)) do
         redis.call('SREM', key, row)
       end
       if any_expiry then redis.call('ZREM', expiries, row) end
@@ -237,9 +244,17 @@ local function open_collection(keys, args)
     end
   end
 
-  -- Ends the call: writes what the log buffer holds and the counts; the reply of the call.
+  -- Whether no row can leave the numeric domain by `total` more of |multiplicity|: then
+  -- an apply need not read each row's multiplicity before it writes.
+  function c.within_bound(total)
+    return bound ~= nil and bound + total <= INT_LIMIT
+  end
+
+  -- Ends the call: writes what the log buffer holds, the bound if raised, and the counts;
+  -- the reply of the call.
   function c.finish()
     flush_log()
+    if bound and bound ~= stored_bound then redis.call('SET', k.bound, integer(bound)) end
     return record_counts(k.stats, counts)
   end
 

@@ -27,6 +27,15 @@ end
 -- a fence may be fused); a delete ends a chunk (see storage/ops.py), so none precedes an
 -- append here.
 local function first_overflow(c, args, ops, watermark)
+  local total = 0  -- how far the chunk could move a row at most; rounding only raises it
+  for _, op in ipairs(ops) do
+    if op.o > watermark and op.k == 'a' then
+      for _, part in ipairs(op.p) do
+        for _, diff in ipairs(part.d) do total = total + math.abs(diff) end
+      end
+    end
+  end
+  if c.within_bound(total) then return nil end  -- the common case: no row is read
   local contents, pending, fenced = c.keys.contents, {}, {}
   for i, op in ipairs(ops) do
     if op.o > watermark and op.k == 'f' then
@@ -101,6 +110,15 @@ local function delete(c, args, op)
   if op.fr then fence(c.keys.fences, op.fr, op.fe) end
 end
 
+-- The full index keys of a part whose rows all share them (x: "<column>:<value>", as
+-- row_index_keys derives them; see ops.py shared_index_keys), or nil: derive per row.
+local function shared_keys(c, part)
+  if not part.x then return nil end
+  local keys = {}
+  for i, key in ipairs(part.x) do keys[i] = c.index_prefix .. key end
+  return keys
+end
+
 -- Appends merged between deletes: one time for all; the fuse decides per part. A part's
 -- rows are the argument args[part.a], joined by newlines, in the order of its diffs d. A
 -- part with a TTL (t, ms) names rows with a zero diff too: they are not written, but
@@ -113,12 +131,13 @@ local function append(c, args, time, op)
     else
       local rows, from = args[part.a], 1
       local expires_at = part.t and c.payload.now + part.t
+      local index_keys = shared_keys(c, part)
       for _, diff in ipairs(part.d) do
         local to = string.find(rows, '\n', from, true) or (#rows + 1)
         local row = string.sub(rows, from, to - 1)
         from = to + 1
         if diff ~= 0 then
-          add(time, row, diff)
+          add(time, row, diff, index_keys)
           if part.v then add_validity(part.v, row, diff) end
           counts.updates = counts.updates + 1
         end

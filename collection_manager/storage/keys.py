@@ -34,6 +34,7 @@ FUNCTION_KEYS = (
     "refused",
     "expiries",
     "pending",
+    "bound",
     "migration_guard",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
@@ -134,6 +135,17 @@ class CollectionKeys:
         writes finish it first and reads leave out the rows it matches.
         """
         return f"{self._base}:pending"
+
+    @property
+    def bound(self) -> str:
+        """An upper bound on every row's |multiplicity| (absent: unknown, or no rows yet).
+
+        Raised by the call that writes a larger one, never lowered. While it plus the
+        |diffs| of an apply stays within the numeric domain, no row can leave the domain,
+        and the apply skips reading each row's multiplicity first. A collection written
+        before this key existed has none until it is empty: its applies read every row.
+        """
+        return f"{self._base}:bound"
 
     @property
     def migration_guard(self) -> str:

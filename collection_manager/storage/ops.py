@@ -15,7 +15,7 @@ from typing import Any
 from collection_manager.core.planning import SourceUpdates
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter
-from collection_manager.storage.rows import encode_row
+from collection_manager.storage.rows import encode_row, index_value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,34 @@ class FunctionCall:
     texts: list[str]
 
 
-def _part_json(part: SourceUpdates, doubles: frozenset[int], texts: list[str]) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class _CallShape:
+    """What encoding a call's operations needs of its collection's spec."""
+
+    doubles: frozenset[int]
+    indexed: list[tuple[str, int]]
+
+
+def shared_index_keys(
+    rows: Sequence[Sequence[object]], indexed: Sequence[tuple[str, int]]
+) -> list[str] | None:
+    """The index keys (``<column>:<value>``) of every row, when all rows have the same ones.
+
+    A replica's append usually does (its rows share their ``replica_id``): the library is
+    then given them once and need not decode each row to derive them. None otherwise.
+    """
+    keys = []
+    for name, position in indexed:
+        values = {index_value(row[position]) for row in rows}
+        if len(values) != 1:
+            return None
+        value = values.pop()
+        if value is not None:
+            keys.append(f"{name}:{value}")
+    return keys
+
+
+def _part_json(part: SourceUpdates, call: _CallShape, texts: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "r": part.replica_id,
         "e": part.epoch,
@@ -109,7 +136,10 @@ def _part_json(part: SourceUpdates, doubles: frozenset[int], texts: list[str]) -
         "a": FIRST_TEXT_ARGUMENT + len(texts),
         "d": [diff for _, diff in part.updates],
     }
-    texts.append("\n".join(encode_row(row, doubles) for row, _ in part.updates))
+    texts.append("\n".join(encode_row(row, call.doubles) for row, _ in part.updates))
+    keys = shared_index_keys([row for row, _ in part.updates], call.indexed)
+    if keys is not None:
+        out["x"] = keys
     if part.valid_until is not None:  # a JSON null would be truthy in Lua
         out["v"] = part.valid_until
     if part.ttl_ms is not None:
@@ -117,9 +147,9 @@ def _part_json(part: SourceUpdates, doubles: frozenset[int], texts: list[str]) -
     return out
 
 
-def _op_json(op: Op, doubles: frozenset[int], texts: list[str]) -> dict[str, Any]:
+def _op_json(op: Op, call: _CallShape, texts: list[str]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
-        parts = [_part_json(p, doubles, texts) for p in op.parts]
+        parts = [_part_json(p, call, texts) for p in op.parts]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
     if isinstance(op, FenceOp):
         return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
@@ -152,10 +182,10 @@ def function_call(
     (``cm_continue``); 0 where the call applies no delete. ``now_ms``: the consumer's
     clock, from which the rows of appends with a TTL expire.
     """
-    doubles = double_positions(spec)
+    call = _CallShape(double_positions(spec), indexed_positions(spec))
     texts: list[str] = []
-    encoded = [_op_json(op, doubles, texts) for op in ops]
-    indexed = [list(column) for column in indexed_positions(spec)]
+    encoded = [_op_json(op, call, texts) for op in ops]
+    indexed = [list(column) for column in call.indexed]
     payload = {"ic": indexed, "ops": encoded, "ds": delete_step_rows, "now": now_ms}
     return FunctionCall(json.dumps(payload, separators=(",", ":")), texts)
 

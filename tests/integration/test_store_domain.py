@@ -25,6 +25,7 @@ from collection_manager.core.filters import MAX_VALUES, Cmp, Filter, In
 from collection_manager.core.numbers import INT_LIMIT
 from collection_manager.core.requests import Append, Delete, Fence, Request, validate_request
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees
@@ -102,12 +103,16 @@ def test_requests_across_the_domain_and_past_it_match_the_model(
         start, sizes = 0, iter(cuts * len(valid))
         while start < len(valid):
             group = valid[start : start + next(sizes)]
+            if data.draw(st.booleans(), label="forget the bound"):
+                # As in a collection written before the bound existed: unknown until empty.
+                redis.delete(CollectionKeys(spec.name).bound)
             for _ in range(2):  # the second run is a replay, by a restarted consumer
                 RedisStore(redis, chunk_updates=3, delete_step_rows=2).apply_requests(
                     "t", 0, group, validated=True
                 )
             model.apply_all([request for _, request in group], grouped=True)
             _assert_agrees(RedisStore(redis), spec.name, model.collection(spec.name))
+            _assert_bound_holds(redis, spec.name)
             start += len(group)
         refused = RedisStore(redis).take_refused(spec.name)
         assert len(refused) == model.collection(spec.name).counters.refused
@@ -116,6 +121,14 @@ def test_requests_across_the_domain_and_past_it_match_the_model(
         assert dead + len(valid) == len(stream)
     finally:
         RedisStore(redis).drop_collection(spec.name)
+
+
+def _assert_bound_holds(redis: redis_lib.Redis, collection: str) -> None:
+    """The stored bound, where there is one, is at least every row's |multiplicity|."""
+    keys = CollectionKeys(collection)
+    bound = redis.get(keys.bound)
+    if bound is not None:
+        assert all(abs(int(m)) <= int(bound) for m in redis.hvals(keys.contents))
 
 
 @pytest.fixture

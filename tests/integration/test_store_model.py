@@ -11,6 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collection_manager.core.requests import Append, Delete, Request
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import CollectionKeys
+from collection_manager.storage.ops import indexed_positions
+from collection_manager.storage.rows import decode_row, index_value
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import CollectionModel, ModelCounters, ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_streams
@@ -44,6 +48,22 @@ def _assert_agrees(store: RedisStore, name: str, model: CollectionModel) -> None
     assert _log(stored) == _log([(e.time, e.row, e.diff) for e in model.log])
 
 
+def _assert_index_sets_are_the_rows(redis: redis_lib.Redis, spec: CollectionSpec) -> None:
+    """Each index set holds exactly the stored rows with its value, whether the library
+    derived a row's keys itself or was given its part's shared ones."""
+    keys = CollectionKeys(spec.name)
+    expected: dict[bytes, set[bytes]] = {}
+    for encoded in redis.hkeys(keys.contents):
+        row = decode_row(encoded)
+        for column, position in indexed_positions(spec):
+            value = index_value(row[position])
+            if value is not None:
+                key = f"{keys.index_prefix}{column}:{value}".encode()
+                expected.setdefault(key, set()).add(encoded)
+    stored = {key: redis.smembers(key) for key in redis.scan_iter(f"{keys.index_prefix}*")}
+    assert stored == expected
+
+
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -73,6 +93,7 @@ def test_random_streams_match_the_model_after_every_group(
             store.apply_requests("t", 0, list(zip(offsets, group, strict=True)))
             for spec in specs:
                 _assert_agrees(store, spec.name, model.collection(spec.name))
+                _assert_index_sets_are_the_rows(redis, spec)
             start += len(group)
     finally:
         for spec in specs:
