@@ -25,6 +25,7 @@
 -- tostring or a number argument of redis.call: both write 14 significant digits, so
 -- 9007199254740991 would become 9.007199254741e+15.
 local function integer(n)
+  if n == 1 then return '1' elseif n == -1 then return '-1' end
   return string.format('%d', n)
 end
 
@@ -70,7 +71,7 @@ local function open_log(log, log_maxlen)
       flush()
     end
     log_rows[#log_rows + 1] = row
-    log_diffs[#log_diffs + 1] = string.format('%d', diff)  -- tostring turns 1e15 into 1e+15
+    log_diffs[#log_diffs + 1] = integer(diff)
   end
   local function resume(time, seq)
     log_time, log_seq = time, seq
@@ -80,6 +81,81 @@ local function open_log(log, log_maxlen)
     return log_seq
   end
   return update, flush, resume, next_seq
+end
+
+-- Calls a command with `args` after `key`, at most SLICE of them per call (Lua's unpack
+-- has a limit, and a part may hold many thousands of rows).
+local SLICE = 1000
+local function in_slices(command, key, args)
+  for first = 1, #args, SLICE do
+    redis.call(command, key, unpack(args, first, math.min(first + SLICE - 1, #args)))
+  end
+end
+
+-- One call's view of the rows' multiplicities, written back in a few commands: a command
+-- per update (HINCRBY, then SADD or HDEL and SREM) cost most of an apply, once for the
+-- call and once more as it went to the AOF and replicas. read(row) is the multiplicity
+-- (0: absent), read from Redis once per call; prefetch(rows) reads many in one HMGET;
+-- write(row, new, index_keys) records one; flush() writes every change: contents, and
+-- the index sets of the rows that came or left, then starts afresh. Whatever reads the
+-- contents or the index sets in Redis (a delete's candidates, a scan) must flush first.
+local function open_contents(contents, indexed, index_prefix)
+  local values, before, index_keys_of = {}, {}, {}
+  local m = {}
+
+  function m.read(row)
+    local value = values[row]
+    if value == nil then
+      value = tonumber(redis.call('HGET', contents, row) or '0')
+      values[row], before[row] = value, value
+    end
+    return value
+  end
+
+  function m.prefetch(rows)
+    local missing = {}
+    for _, row in ipairs(rows) do
+      if values[row] == nil then missing[#missing + 1] = row end
+    end
+    for first = 1, #missing, SLICE do
+      local last = math.min(first + SLICE - 1, #missing)
+      local found = redis.call('HMGET', contents, unpack(missing, first, last))
+      for i = first, last do
+        local value = tonumber(found[i - first + 1] or '0')
+        values[missing[i]], before[missing[i]] = value, value
+      end
+    end
+  end
+
+  function m.write(row, new, index_keys)
+    values[row] = new
+    if index_keys then index_keys_of[row] = index_keys end
+  end
+
+  function m.flush()
+    local set, gone, came_to, left_from = {}, {}, {}, {}
+    local function note(sets, row)
+      for _, key in ipairs(index_keys_of[row] or row_index_keys(indexed, index_prefix, row)) do
+        local rows = sets[key]
+        if not rows then rows = {}; sets[key] = rows end
+        rows[#rows + 1] = row
+      end
+    end
+    for row, value in pairs(values) do
+      local old = before[row]
+      if value ~= old then
+        if value == 0 then gone[#gone + 1] = row else set[#set + 1] = row; set[#set + 1] = integer(value) end
+        if old == 0 then note(came_to, row) elseif value == 0 then note(left_from, row) end
+      end
+    end
+    in_slices('HSET', contents, set)  -- SLICE is even: a slice never splits a pair
+    in_slices('HDEL', contents, gone)
+    for key, rows in pairs(came_to) do in_slices('SADD', key, rows) end
+    for key, rows in pairs(left_from) do in_slices('SREM', key, rows) end
+    values, before, index_keys_of = {}, {}, {}
+  end
+
+  return m
 end
 
 -- Temporal validity: the ledger holds every pending retraction; the schedule only those
@@ -193,9 +269,10 @@ local function open_collection(keys, args)
   local bound = stored_bound or (redis.call('EXISTS', contents) == 0 and 0 or nil)
   local counts = {}
   for _, name in ipairs(COUNTERS) do counts[name] = 0 end
+  local rows = open_contents(contents, indexed, index_prefix)
   local c = {keys = k, index_prefix = index_prefix, payload = payload, argument = args[4],
              counts = counts, validity = open_validity(k), resume_log = resume_log,
-             next_log_seq = next_log_seq}
+             next_log_seq = next_log_seq, rows = rows}
 
   -- A delete in progress (keys.py pending) holds the collection: every write finishes it
   -- first, so that nothing lands between its steps.
@@ -212,19 +289,11 @@ local function open_collection(keys, args)
   -- the count of retractions that leave a row negative. index_keys: the row's index keys
   -- when the caller has them (see shared_index_keys), else derived from the row.
   function c.add(time, row, diff, index_keys)
-    local new = redis.call('HINCRBY', contents, row, integer(diff))
+    local new = rows.read(row) + diff
+    rows.write(row, new, index_keys)
     if bound and (new > bound or -new > bound) then bound = math.abs(new) end
-    if new == diff then
-      for _, key in ipairs(index_keys or row_index_keys(indexed, index_prefix, row)) do
-        redis.call('SADD', key, row)
-      end
-    elseif new == 0 then
-      redis.call('HDEL', contents, row)
-      for _, key in ipairs(index_keys or row_index_keys(indexed, index_prefix, row)) do
-        redis.call('SREM', key, row)
-      end
-      if any_expiry then redis.call('ZREM', expiries, row) end
-    end
+    -- Now, not at flush: an expire_at later in this call may give the row a new entry.
+    if new == 0 and any_expiry then redis.call('ZREM', expiries, row) end
     if new < 0 and diff < 0 then
       local replica = cjson.decode(row)[1]
       if type(replica) == 'string' and redis.call('HEXISTS', fences, replica) == 1 then
@@ -238,7 +307,7 @@ local function open_collection(keys, args)
 
   -- Row TTL: a row in the collection now expires at `at` (ms); its one entry is replaced.
   function c.expire_at(row, at)
-    if redis.call('HEXISTS', contents, row) == 1 then
+    if rows.read(row) ~= 0 then
       redis.call('ZADD', expiries, integer(at), row)
       any_expiry = true
     end
@@ -250,9 +319,10 @@ local function open_collection(keys, args)
     return bound ~= nil and bound + total <= INT_LIMIT
   end
 
-  -- Ends the call: writes what the log buffer holds, the bound if raised, and the counts;
-  -- the reply of the call.
+  -- Ends the call: writes the rows' changes, what the log buffer holds, the bound if
+  -- raised, and the counts; the reply of the call.
   function c.finish()
+    rows.flush()
     flush_log()
     if bound and bound ~= stored_bound then redis.call('SET', k.bound, integer(bound)) end
     return record_counts(k.stats, counts)

@@ -36,7 +36,7 @@ local function first_overflow(c, args, ops, watermark)
     end
   end
   if c.within_bound(total) then return nil end  -- the common case: no row is read
-  local contents, pending, fenced = c.keys.contents, {}, {}
+  local pending, fenced = {}, {}
   for i, op in ipairs(ops) do
     if op.o > watermark and op.k == 'f' then
       fenced[op.fr] = math.max(fenced[op.fr] or 0, op.fe)
@@ -49,8 +49,7 @@ local function first_overflow(c, args, ops, watermark)
             local to = string.find(rows, '\n', from, true) or (#rows + 1)
             local row = string.sub(rows, from, to - 1)
             from = to + 1
-            local now = pending[row] or tonumber(redis.call('HGET', contents, row) or '0')
-            local new = now + diff
+            local new = (pending[row] or c.rows.read(row)) + diff
             if new > INT_LIMIT or new < -INT_LIMIT then return i, row, new end
             pending[row] = new
           end
@@ -81,8 +80,8 @@ end
 -- residual filter matches it and it is still there (a scan may return a row twice).
 local function retract_matching(c, time, query, row)
   if query.f == nil or matches(query.f, cjson.decode(row)) then
-    local multiplicity = tonumber(redis.call('HGET', c.keys.contents, row))
-    if multiplicity then
+    local multiplicity = c.rows.read(row)
+    if multiplicity ~= 0 then
       c.add(time, row, -multiplicity)
       c.validity.drop(row)
       c.counts.retractions = c.counts.retractions + 1
@@ -95,6 +94,7 @@ end
 -- readable when cm_continue has done its last step (docs/design.md §5). Its query is
 -- stored as Python wrote it: cjson would rewrite its numbers with 14 significant digits.
 local function delete(c, args, op)
+  c.rows.flush()  -- its candidates come from Redis: the appends before it must be there
   local query = cjson.decode(args[op.q])
   if delete_size(c, query) <= c.payload.ds then
     local time = c.next_time()
@@ -129,13 +129,17 @@ local function append(c, args, time, op)
     if is_fenced(fences, part.r, part.e) then
       counts.fused_appends = counts.fused_appends + part.n
     else
-      local rows, from = args[part.a], 1
+      local rows, text, from = {}, args[part.a], 1
+      for i = 1, #part.d do
+        local to = string.find(text, '\n', from, true) or (#text + 1)
+        rows[i] = string.sub(text, from, to - 1)
+        from = to + 1
+      end
+      c.rows.prefetch(rows)
       local expires_at = part.t and c.payload.now + part.t
       local index_keys = shared_keys(c, part)
-      for _, diff in ipairs(part.d) do
-        local to = string.find(rows, '\n', from, true) or (#rows + 1)
-        local row = string.sub(rows, from, to - 1)
-        from = to + 1
+      for i, diff in ipairs(part.d) do
+        local row = rows[i]
         if diff ~= 0 then
           add(time, row, diff, index_keys)
           if part.v then add_validity(part.v, row, diff) end
@@ -210,27 +214,25 @@ local function cm_due(keys, args)
   if #expired == 0 and #due == 0 then return c.finish() end
   local time = c.next_time()
   for _, row in ipairs(expired) do
-    local multiplicity = tonumber(redis.call('HGET', k.contents, row))
-    if multiplicity then c.add(time, row, -multiplicity) end  -- leaves expiries at zero
+    local multiplicity = c.rows.read(row)
+    if multiplicity ~= 0 then c.add(time, row, -multiplicity) end  -- leaves expiries at zero
     redis.call('ZREM', k.expiries, row)
     validity.drop(row)
     counts.expirations = counts.expirations + 1
   end
-  local contents, pending = k.contents, {}
   for _, member in ipairs(due) do
     local bar = string.find(member, '|', 1, true)
     local key, row = string.sub(member, 1, bar - 1), string.sub(member, bar + 1)
     local entry = validity.ledger(row)
     local diff = entry[key]
     if diff then
-      local now = pending[row] or tonumber(redis.call('HGET', contents, row) or '0')
+      local now = c.rows.read(row)
       -- A retraction that would leave the domain is dropped, and counted as refused
       -- (checked before its write: the row is untouched).
       if now - diff > INT_LIMIT or now - diff < -INT_LIMIT then
         counts.refused = counts.refused + 1
       else
         c.add(time, row, -diff)
-        pending[row] = now - diff
         counts.scheduled_retractions = counts.scheduled_retractions + 1
       end
       entry[key] = nil
@@ -271,8 +273,9 @@ end
 -- rows among about `own argument` candidates, from where the last step stopped (a
 -- cursor of SSCAN over each index set, or HSCAN over the contents), at the delete's time.
 -- The last step makes that time readable and ends the delete. Rows the delete retracted
--- have left contents and index sets, and nothing else writes meanwhile, so a row a
--- cursor returns again is not retracted twice and none present throughout is missed.
+-- have left contents and index sets (by the end of their step; within it, the call's view
+-- of the rows reads them as gone), and nothing else writes meanwhile, so a row a cursor
+-- returns again is not retracted twice and none present throughout is missed.
 -- Replies 'more' or 'done', then the counters as cm_apply does.
 local function cm_continue(keys, args)
   local c = open_collection(keys, args)
