@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+FETCH_MAX_WAIT_MS = 10  # the executors' Kafka consumers (see kafka_stream)
+
 
 def kafka_stream(
     spark: SparkSession,
@@ -51,6 +53,12 @@ def kafka_stream(
         .option("subscribe", config.topic)
         .option("startingOffsets", starting)
         .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
+        # A task's pooled consumer still has the fetch it sent past the previous batch's
+        # end in flight; it can fetch this batch's records only once the broker answers,
+        # which it does when new records arrive or after fetch.max.wait.ms (500 ms by
+        # default): up to half a second per task at a light load. 10 ms bounds that wait;
+        # the consumers fetch only while a task runs, so they are no busier when idle.
+        .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
     )
     if config.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", config.max_offsets_per_trigger)
