@@ -97,8 +97,9 @@ end
 -- call and once more as it went to the AOF and replicas. read(row) is the multiplicity
 -- (0: absent), read from Redis once per call; prefetch(rows) reads many in one HMGET;
 -- write(row, new, index_keys) records one; flush() writes every change: contents, and
--- the index sets of the rows that came or left, then starts afresh. Whatever reads the
--- contents or the index sets in Redis (a delete's candidates, a scan) must flush first.
+-- the index sets of the rows that came or left, then starts afresh. What takes rows from
+-- the contents or the index sets in Redis (a delete's candidates) must flush first; a
+-- scan that may return a row this call changed reads it through read().
 local function open_contents(contents, indexed, index_prefix)
   local values, before, index_keys_of = {}, {}, {}
   local m = {}
@@ -144,7 +145,12 @@ local function open_contents(contents, indexed, index_prefix)
     for row, value in pairs(values) do
       local old = before[row]
       if value ~= old then
-        if value == 0 then gone[#gone + 1] = row else set[#set + 1] = row; set[#set + 1] = integer(value) end
+        if value == 0 then
+          gone[#gone + 1] = row
+        else
+          set[#set + 1] = row
+          set[#set + 1] = integer(value)
+        end
         if old == 0 then note(came_to, row) elseif value == 0 then note(left_from, row) end
       end
     end

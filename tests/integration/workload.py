@@ -130,7 +130,14 @@ def assert_caught_up_with_the_model(
     def caught_up() -> None:
         assert consumer.poll() is None, log()[-3000:]
         for spec in specs:
-            assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+            stored, expected = store.snapshot(spec.name).rows, model.collection(spec.name)
+            # Says whether a mismatch is lag (fewer requests applied) or a wrong state.
+            applied = store.stats(spec.name).get("requests", 0)
+            assert stored == expected.snapshot()[0], (
+                f"{spec.name}: {applied} of {expected.counters.requests} requests applied; "
+                f"rows differing: {len(set(stored.items()) ^ set(expected.snapshot()[0].items()))}"
+                f"\n{log()[-3000:]}"
+            )
 
     assert_eventually(caught_up, timeout=180, interval=1)
     for spec in (s for s in specs if s.name not in refreshed):
