@@ -46,8 +46,8 @@ class Bench:
 QUICK_LOAD = ("--duration=3", "--updates=100", "--keys=500")  # the Spark benchmarks' quick load
 
 # Pure and Redis-only benchmarks first; those that start Spark last. The full scale takes
-# about 19 minutes on 2 cores, under the 20-minute budget (issue 19): capacity 6, the Spark
-# scale curves 2, cancel-to-quiet 2, the rest about a minute or two each.
+# 16 to 19 minutes on 2 cores, under the 20-minute budget (issue 19): capacity 4 to 6, the
+# Spark scale curves 3, cancel-to-quiet 2, the rest about a minute or two each.
 PLAN = (
     Bench("ttl_index", (), ("--keys", "200", "--steps", "120"), services=False),
     Bench(
