@@ -53,11 +53,11 @@ def kafka_stream(
         .option("subscribe", config.topic)
         .option("startingOffsets", starting)
         .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
-        # A task's pooled consumer still has the fetch it sent past the previous batch's
-        # end in flight; it can fetch this batch's records only once the broker answers,
-        # which it does when new records arrive or after fetch.max.wait.ms (500 ms by
-        # default): up to half a second per task at a light load. 10 ms bounds that wait;
-        # the consumers fetch only while a task runs, so they are no busier when idle.
+        # With the default 500 ms, a batch's first tasks waited 120 to 500 ms for their
+        # first records at light load (measured in the Python workers; most likely the
+        # pooled consumer's fetch left in flight past the previous batch, which the
+        # broker answers only when new records arrive or the wait ends). 10 ms halved
+        # addBatch (bench/notes.md); the consumers fetch only while a task runs.
         .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
     )
     if config.max_offsets_per_trigger:
