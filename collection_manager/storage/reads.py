@@ -19,7 +19,7 @@ from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, Col
 from collection_manager.storage.library import READ, call
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
-from collection_manager.storage.rows import Row, decode_row, encode_row
+from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
 
 # What XRANGE answers on a client that does not decode responses.
 _StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
@@ -74,7 +74,7 @@ class StoreReads:
                 pipe.exists(keys.pending)
                 as_of, contents, pending = pipe.execute()
             if not pending:
-                rows = {decode_row(row): int(m) for row, m in contents.items()}
+                rows = decode_counted(list(contents), contents.values())
                 return Snapshot(rows, int(as_of or 0))
             # A delete is in progress: cm_read leaves out the rows it will retract.
         else:
@@ -87,7 +87,7 @@ class StoreReads:
             [keys.index_prefix, query_json(index_keys, residual)],
             read_only=True,
         )
-        rows = {decode_row(row): int(m) for row, m in zip(reply[1::2], reply[2::2], strict=True)}
+        rows = decode_counted(reply[1::2], reply[2::2])
         return Snapshot(rows, int(reply[0]))
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:

@@ -8,7 +8,7 @@ is canonical: one row has one encoding, so it can be the hash field that counts 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from collection_manager.core.errors import SchemaError
 from collection_manager.core.specs import Row
@@ -75,6 +75,30 @@ def encode_row(row: Sequence[object], double_columns: frozenset[int] = frozenset
 def decode_row(encoded: str | bytes) -> Row:
     """The row of a canonical encoding."""
     return tuple(json.loads(encoded))
+
+
+def decode_rows(encoded: Sequence[bytes]) -> list[Row]:
+    """The rows of many canonical encodings, in order: ``[decode_row(e) for e in encoded]``.
+
+    One parse of the encodings joined into one JSON array, which costs about half as much
+    per row as a parse each (a full read is mostly decoding). A stored value that is no
+    single JSON array (which ``encode_row`` never writes) would parse as a different number
+    of rows; then every encoding is parsed on its own, so the bad one raises.
+    """
+    if not encoded:
+        return []
+    try:
+        rows = json.loads(b"[" + b",".join(encoded) + b"]")
+    except ValueError:
+        rows = None
+    if rows is None or len(rows) != len(encoded) or not all(type(r) is list for r in rows):
+        return [decode_row(e) for e in encoded]
+    return [tuple(row) for row in rows]
+
+
+def decode_counted(encoded: Sequence[bytes], counts: Iterable[bytes]) -> dict[Row, int]:
+    """Rows and their multiplicities as Redis holds them (a hash's fields and values)."""
+    return dict(zip(decode_rows(encoded), map(int, counts), strict=True))
 
 
 def index_value(value: object) -> str | None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from collection_manager.core.errors import SchemaError
-from collection_manager.storage.rows import decode_row, encode_row
+from collection_manager.storage.rows import decode_row, decode_rows, encode_row
 
 values = st.one_of(
     st.none(),
@@ -45,6 +46,29 @@ def test_encoding_is_the_definition_for_lists_and_tuples(
 def test_decoding_gives_the_canonical_values_back(row: list[object]) -> None:
     decoded = decode_row(encode_row(row))
     assert decoded == tuple(0.0 if v == 0.0 and type(v) is float else v for v in row)
+
+
+@given(st.lists(rows, max_size=8))
+def test_many_rows_decode_as_each_alone(many: list[list[object]]) -> None:
+    encoded = [encode_row(row).encode() for row in many]
+    assert decode_rows(encoded) == [decode_row(e) for e in encoded]
+
+
+def _outcome(decode: Callable[[], object]) -> object:
+    """What ``decode`` returns, or the type of the error it raises."""
+    try:
+        return decode()
+    except (ValueError, TypeError) as exc:
+        return type(exc)
+
+
+@pytest.mark.parametrize("bad", [b'["a"],["b"]', b"5", b'["a"', b"", b'{"a":1}'], ids=repr)
+def test_a_stored_value_that_is_not_one_row_decodes_as_alone(bad: bytes) -> None:
+    """A value ``encode_row`` never writes must not shift the rows after it: the batch
+    gives what decoding each alone gives, the same rows or the same error."""
+    encoded = [encode_row(("r", 1)).encode(), bad, encode_row(("s", 2)).encode()]
+    alone = _outcome(lambda: [decode_row(e) for e in encoded])
+    assert _outcome(lambda: decode_rows(encoded)) == alone
 
 
 def test_minus_zero_is_stored_as_zero_in_any_column() -> None:
