@@ -57,13 +57,16 @@ PLAN = (
     ),
     Bench(
         "store_delete",
-        ("--sizes", "10000,100000,300000,1000000", "--repeats", "5"),
+        ("--sizes", "10000,100000,300000,1000000", "--repeats", "3"),
         ("--sizes", "2000,5000", "--repeats", "2"),
     ),
+    # Up to ten million rows: growing them takes 2 to 3 minutes, one full read of each
+    # (collection and plain hash) about 2 more.
     Bench(
         "row_scale",
         ("--repeats", "2"),
         ("--sizes", "1000,5000", "--queries", "20", "--repeats", "1"),
+        timeout_s=720,
     ),
     Bench(
         "fleet_scale",
@@ -87,7 +90,7 @@ PLAN = (
     ),
     Bench(
         "decode",
-        ("--requests", "10000", "--repeats", "2"),
+        ("--requests", "10000", "--repeats", "1"),
         ("--requests", "500", "--repeats", "1"),
     ),
     # bench.e2e (one fixed load, both paths) is left out: capacity offers the same load at

@@ -260,6 +260,15 @@ def cancel_to_quiet(result: Result, canvas: Canvas) -> None:
                 markersize=9,
                 label="whole snapshot, emitted and flushed" if i == 0 else None,
             )
+        floors = [run["report_floor_ms"] for run in mine if run.get("report_floor_ms")]
+        if floors:
+            axes.plot(
+                xs[: len(floors)],
+                floors,
+                "v",
+                color=BASE,
+                label="bare confluent-kafka: purge, serve the reports (each run)",
+            )
     _target_line(axes, targets.CANCEL_QUIET_MS.bound, f"target {targets.CANCEL_QUIET_MS.text()}")
     axes.set_yscale("log")
     axes.set_xticks(range(len(scenarios)), scenarios)

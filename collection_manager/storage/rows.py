@@ -7,8 +7,10 @@ is canonical: one row has one encoding, so it can be the hash field that counts 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from collection_manager.core.errors import SchemaError
 from collection_manager.core.specs import Row
@@ -87,18 +89,40 @@ def decode_rows(encoded: Sequence[bytes]) -> list[Row]:
     """
     if not encoded:
         return []
+    with _cycle_collection_paused(len(encoded) >= _MANY_ROWS):
+        try:
+            rows = json.loads(b"[" + b",".join(encoded) + b"]")
+        except ValueError:
+            rows = None
+        if rows is None or len(rows) != len(encoded) or not all(type(r) is list for r in rows):
+            return [decode_row(e) for e in encoded]
+        return [tuple(row) for row in rows]
+
+
+# From this many rows on, a decode pauses the cyclic garbage collector.
+_MANY_ROWS = 10_000
+
+
+@contextlib.contextmanager
+def _cycle_collection_paused(pause: bool) -> Iterator[None]:
+    """Pauses the cyclic garbage collector (process-wide) while millions of new lists and
+    tuples are made: none of them can form a cycle, yet each batch of allocations would set
+    off collections that walk them all again, 40% of a million-row decode. Objects freed
+    meanwhile are freed as ever (reference counting); only cycle detection waits."""
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
     try:
-        rows = json.loads(b"[" + b",".join(encoded) + b"]")
-    except ValueError:
-        rows = None
-    if rows is None or len(rows) != len(encoded) or not all(type(r) is list for r in rows):
-        return [decode_row(e) for e in encoded]
-    return [tuple(row) for row in rows]
+        yield
+    finally:
+        gc.enable()
 
 
 def decode_counted(encoded: Sequence[bytes], counts: Iterable[bytes]) -> dict[Row, int]:
     """Rows and their multiplicities as Redis holds them (a hash's fields and values)."""
-    return dict(zip(decode_rows(encoded), map(int, counts), strict=True))
+    with _cycle_collection_paused(len(encoded) >= _MANY_ROWS):
+        return dict(zip(decode_rows(encoded), map(int, counts), strict=True))
 
 
 def index_value(value: object) -> str | None:

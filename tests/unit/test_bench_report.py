@@ -282,8 +282,18 @@ def fixture() -> dict[str, Any]:
                 "runs": [
                     {"scenario": "queue 100k", "baseline_s": 4.0, "quiet_ms": 2.0},
                     {"scenario": "queue 100k", "baseline_s": 4.0, "quiet_ms": 3.0},
-                    {"scenario": "held", "baseline_s": None, "quiet_ms": 150.0},
-                    {"scenario": "held", "baseline_s": None, "quiet_ms": 50.0},
+                    {
+                        "scenario": "held",
+                        "baseline_s": None,
+                        "quiet_ms": 150.0,
+                        "report_floor_ms": 40.0,
+                    },
+                    {
+                        "scenario": "held",
+                        "baseline_s": None,
+                        "quiet_ms": 50.0,
+                        "report_floor_ms": 60.0,
+                    },
                 ],
             },
         ),
@@ -366,6 +376,8 @@ def test_targets_are_marked_met_or_missed() -> None:
     assert _cells(_row(markdown, "queue 100k"))[6] == "met"  # worst of 2.0 and 3.0 ms
     held = _cells(_row(markdown, "held"))
     assert held[2] == "150 ms"  # the worst run, not the median
+    assert held[3].startswith("60 ms (worst of 2: a bare confluent-kafka producer")
+    assert held[4] == "2.5x"
     assert held[6] == "**MISSED**"
     assert _cells(_row(markdown, "one-to-one (leases): peak"))[6] == "met"
 
