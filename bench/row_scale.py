@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -63,18 +64,26 @@ def _row(i: int) -> Row:
 class _Growing:
     """The collection and the plain hash, grown together to each size in turn."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, db: int) -> None:
         # A long reply timeout and no retry: the full read of a million rows takes seconds,
         # and an apply sent again would be skipped as applied, not timed (bench all's
         # timeout stops a benchmark that hangs).
         self.client = redis.Redis.from_url(
-            url, socket_timeout=CALL_TIMEOUT_S, retry=Retry(NoBackoff(), 0)
+            urlsplit(url)._replace(path=f"/{db}").geturl(),
+            socket_timeout=CALL_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 0),
         )
+        # A database of its own, emptied at the end at once (FLUSHDB): dropping ten
+        # million rows through the store is a function call of a minute that blocks Redis.
+        if keys := self.client.dbsize():
+            raise SystemExit(
+                f"row_scale grows its rows in Redis database {db} and empties it after, "
+                f"but it holds {keys} keys: choose an empty one with --db"
+            )
         # The consumer's change-log length: the log is part of what a collection costs.
         self.store = RedisStore(self.client, from_env(ConsumerConfig).log_max_length)
         self.rows = self.store_bytes = self.plain_bytes = 0
         self.offsets = [0] * LANES  # the last offset applied in each lane's partition
-        self.drop()
         self.store.create_collection(CollectionSpec(COLLECTION, ROW_SCHEMA, ("replica_id",)))
 
     def grow_to(self, size: int) -> float:
@@ -115,6 +124,8 @@ class _Growing:
             self.offsets[partition] += len(appends)
 
     def _used_memory(self) -> int:
+        # Includes the functions' Lua heap, whose garbage (up to about a megabyte between
+        # collections) blurs the figure at a few thousand rows, not from ten thousand on.
         return int(self.client.info("memory")["used_memory"])
 
     def log_bytes(self) -> int:
@@ -122,8 +133,9 @@ class _Growing:
         return int(usage or 0)
 
     def drop(self) -> None:
-        self.store.drop_collection(COLLECTION)
-        self.client.delete(PLAIN)
+        """Empties the database: a few seconds at ten million rows (synchronously, so the
+        next benchmark does not share the machine with Redis freeing gigabytes)."""
+        self.client.flushdb()
 
 
 def _in_lanes(work: Callable[[int, Sequence[int]], None], starts: range) -> None:
@@ -208,6 +220,9 @@ def parser() -> argparse.ArgumentParser:
         help="no further full read at a size once its reads took this long",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--db", type=int, default=1, help="an empty Redis database, emptied again at the end"
+    )
     return parser
 
 
@@ -220,7 +235,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     results = []
     with services() as endpoints:
-        grown = _Growing(endpoints.redis_url)
+        grown = _Growing(endpoints.redis_url, args.db)
         try:
             for previous, size in zip([0, *sizes], sizes, strict=False):
                 load_s = grown.grow_to(size)
