@@ -83,9 +83,10 @@ def decode_rows(encoded: Sequence[bytes]) -> list[Row]:
     """The rows of many canonical encodings, in order: ``[decode_row(e) for e in encoded]``.
 
     One parse of the encodings joined into one JSON array, which costs about half as much
-    per row as a parse each (a full read is mostly decoding). A stored value that is no
-    single JSON array (which ``encode_row`` never writes) would parse as a different number
-    of rows; then every encoding is parsed on its own, so the bad one raises.
+    per row as a parse each (a full read is mostly decoding). Only ``encode_row`` writes
+    rows; as a guard against a corrupt value, a parse that yields another number of rows,
+    or something other than arrays, falls back to parsing each alone, where the bad one
+    raises.
     """
     if not encoded:
         return []

@@ -549,6 +549,31 @@ def test_capacity_is_the_highest_sustained_step_within_each_bound() -> None:
     assert loose[5:] == ["", ""]
 
 
+def _spark_capacity_row(spark: dict[str, Any], p99_ms: float) -> list[str]:
+    """The Spark capacity row at p99 <= 1 s, rendered from the fixture with Spark's
+    capacity and ladder replaced (every step at ``p99_ms``)."""
+    results = fixture()
+    figures = results["benchmarks"]["capacity"]["figures"]
+    figures["capacity"]["spark"] = spark
+    figures["paths"]["spark"] = [
+        {**step, "p99_ms": p99_ms} for step in figures["paths"]["spark"][:2]
+    ]
+    markdown = render(results, {})
+    return _cells(_row(markdown, "Spark local[2]: highest load sustained at p99 <= 1,000 ms"))
+
+
+def test_capacity_with_no_step_within_the_bound_misses_the_target() -> None:
+    row = _spark_capacity_row({"1000": None, "2000": None}, 1_500.0)
+    assert row[2] == "0 updates/s"
+    assert row[6] == "**MISSED**"  # not n/a: the ladder found the ceiling below 100k
+
+
+def test_capacity_of_a_ladder_that_never_reached_the_target_is_not_applicable() -> None:
+    row = _spark_capacity_row({"1000": 40_000.0, "2000": 40_000.0}, 500.0)
+    assert row[2] == "40,000 updates/s"  # every step, the highest 40k, within the bound
+    assert row[6] == "n/a"
+
+
 def test_capacity_cpu_compares_the_highest_step_both_sustained() -> None:
     markdown = render(fixture(), {})
     cpu = _cells(_row(markdown, "Spark local[2]: CPU seconds per million applied updates"))
@@ -559,7 +584,8 @@ def test_capacity_cpu_compares_the_highest_step_both_sustained() -> None:
 def test_other_spark_variants_are_compared_with_spark_on_local() -> None:
     markdown = render(fixture(), {})
     tight = _cells(_row(markdown, "Redis Cluster: highest load sustained at p99 <= 1,000 ms"))
-    assert tight[2:4] == ["-", "20,000 updates/s (Spark local[2])"]
+    assert tight[2:4] == ["0 updates/s", "20,000 updates/s (Spark local[2])"]
+    assert "none sustained" in tight[1]
     assert tight[5:] == ["", ""]  # the target is Spark's on local[2]
     loose = _cells(_row(markdown, "Redis Cluster: highest load sustained at p99 <= 2,000 ms"))
     assert loose[2:5] == ["20,000 updates/s", "40,000 updates/s (Spark local[2])", "0.5x"]
