@@ -100,7 +100,7 @@ def capacity(result: Result) -> list[Figure]:
                     f"{labels[name]}: highest load sustained at p99 <= {bound:,} ms",
                     0.0 if sustained is None else sustained,
                     "updates/s",
-                    found[base][str(bound)],
+                    found[base][str(bound)] or 0.0,  # none sustained: 0, as above
                     labels[base],
                     targets.CAPACITY_RATE
                     if (name, bound) == ("spark", targets.CAPACITY_P99_MS)
