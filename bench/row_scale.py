@@ -17,7 +17,7 @@ can be. At each size:
   until ``log_max_length`` entries), whose share is given on its own.
 
 Run: ``.venv/bin/python -m bench.row_scale [--sizes 10000,100000,1000000,10000000]``
-(ten million rows take about 3 GB of Redis memory and 4 GB in this process).
+(ten million rows take about 3 GB of Redis memory and 5 GB in this process).
 """
 
 from __future__ import annotations
