@@ -102,6 +102,11 @@ class Fleet:
             assert member is not None, agent.replica_id
             assert (member.epoch, member.state) == (1, ACTIVE), member
 
+    def stopped(self) -> dict[str, str | None]:
+        """The agents that stopped, with why: their rows then expire (a TTL), which the
+        model of a test never does."""
+        return {agent.replica_id: agent.reason for agent in self.agents if agent.stopped}
+
     def assert_renewed_since(self, before: dict[str, Lease]) -> None:
         """Each agent's lease was renewed after ``before`` (heartbeats flow again)."""
         for agent in self.agents:

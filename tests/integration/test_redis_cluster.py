@@ -71,10 +71,13 @@ def test_the_pipeline_applies_exactly_once_on_a_cluster_while_a_slot_moves(
         assert_eventually(progress, timeout=180, interval=0.5)  # the new one applies
         run.stop_producing()
         assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
-        assert_caught_up_with_the_model(
-            kafka, topic, specs + run.fleet.specs, store, run.consumer, run.consumer_log,
-            run.fleet.refreshed(),
-        )  # fmt: skip
+        try:
+            assert_caught_up_with_the_model(
+                kafka, topic, specs + run.fleet.specs, store, run.consumer, run.consumer_log,
+                run.fleet.refreshed(),
+            )  # fmt: skip
+        except AssertionError as failure:  # 2 of about 10 full runs: did an agent stop?
+            raise AssertionError(f"agents stopped: {run.fleet.stopped() or 'none'}") from failure
 
 
 def test_a_collection_whose_slot_migrates_is_written_once_whole_on_its_new_node(
