@@ -140,8 +140,8 @@ class _Growing:
 
 def _in_lanes(work: Callable[[int, Sequence[int]], None], starts: range) -> None:
     """``work(lane, starts[lane::LANES])`` for each lane, in a thread each: the Python side
-    of one lane overlaps Redis's side of the other, which halves the time to ten million
-    rows. Lanes write disjoint rows, so their order does not matter."""
+    of one lane overlaps Redis's side of the other. Lanes write disjoint rows, so their
+    order does not matter."""
     with ThreadPoolExecutor(LANES) as pool:
         for _ in pool.map(work, range(LANES), [starts[lane::LANES] for lane in range(LANES)]):
             pass  # each result is None; iterating raises what a lane raised

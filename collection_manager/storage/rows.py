@@ -108,7 +108,7 @@ _MANY_ROWS = 10_000
 def _cycle_collection_paused(pause: bool) -> Iterator[None]:
     """Pauses the cyclic garbage collector (process-wide) while millions of new lists and
     tuples are made: none of them can form a cycle, yet each batch of allocations would set
-    off collections that walk them all again, 40% of a million-row decode. Objects freed
+    off collections that walk them all again. Objects freed
     meanwhile are freed as ever (reference counting); only cycle detection waits."""
     if not pause or not gc.isenabled():
         yield
