@@ -26,6 +26,7 @@ from collection_manager.cli.output import (
 from collection_manager.cli.status import (
     CollectionInfo,
     collection_info,
+    collection_infos,
     counter_headers,
 )
 from collection_manager.cli.where import HELP as WHERE_HELP
@@ -327,7 +328,7 @@ def run_admin(args: argparse.Namespace) -> int:
             store.create_collection(spec)
         print("created: " + ", ".join(spec.name for spec in introspection_specs()))
     elif args.action == "list":
-        infos = [collection_info(store, name) for name in store.collections()]
+        infos = collection_infos(store)
         show(args.format, list_json(infos), list_table(infos))
     elif args.action == "create":
         if args.name is None:

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
+from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.kafka.security import from_environment
@@ -55,6 +56,18 @@ def collection_info(store: RedisStore, name: str) -> CollectionInfo:
     ttl_rows, next_expiry = store.ttl_summary(name)
     counters = {c: stats.get(c, 0) for c in SHOWN_COUNTERS}
     return CollectionInfo(store.spec(name), rows, time, counters, ttl_rows, next_expiry)
+
+
+def collection_infos(store: RedisStore) -> list[CollectionInfo]:
+    """Every collection's info; one dropped between the listing and its reads is left out
+    (a listing beside a running drop must not fail)."""
+    infos = []
+    for name in store.collections():
+        try:
+            infos.append(collection_info(store, name))
+        except UnknownCollectionError:
+            continue
+    return infos
 
 
 def counter_headers() -> list[str]:
@@ -371,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
             logger.info("Kafka did not answer: %s", exc)
             kafka = "unreachable"
     consumer = consumer_summary(raw, live, kafka, topic)
-    infos = [collection_info(store, name) for name in store.collections()]
+    infos = collection_infos(store)
     others = sorted(recorded - {topic})
     show(
         args.format,

@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 
 from collection_manager import devservices
 from collection_manager.cli.main import main
+from collection_manager.cli.status import collection_infos
 from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.core.filters import eq
@@ -338,3 +339,18 @@ def test_errors_are_one_line_saying_what_is_valid(
     assert err.startswith("error: ")
     assert err.count("\n") == 1
     assert message.format(collection=collection) in err
+
+
+def test_a_collection_dropped_between_the_listing_and_its_reads_is_left_out(
+    redis: redis_lib.Redis, collection: str
+) -> None:
+    """``status`` and ``collections list`` beside a running drop (another test's, in a
+    parallel run) list what is still there instead of failing."""
+
+    class DroppedMidListing(RedisStore):
+        def collections(self) -> list[str]:
+            return [*super().collections(), f"dropped-{collection}"]
+
+    names = [info.spec.name for info in collection_infos(DroppedMidListing(redis))]
+    assert collection in names
+    assert f"dropped-{collection}" not in names
