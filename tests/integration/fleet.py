@@ -27,12 +27,19 @@ from schemas.introspection import introspection_specs
 # Leases far shorter than the outages the tests inject, so an outage that expired anybody
 # would show; heartbeats and lease checks often enough to renew many times per TTL.
 TTL_MS = 4_000
+# The agents' rows keep their TTL (each step refreshes it, as in production), but one long
+# enough that none expires during a test: the model the tests compare with never expires a
+# row, and an agent starved on a loaded machine for half a short TTL stops itself (its rows
+# then expire and differ from the model). Expiry itself is tested in test_row_ttl.py and
+# test_store_ttl.py, against a model with a clock.
+ROW_TTL_MS = 600_000
 
 
 def replica_config(unique: str) -> ReplicaConfig:
     """Leases, heartbeats and names of the fleet of test ``unique``."""
     return ReplicaConfig(
         replica_ttl_ms=TTL_MS,
+        row_ttl_ms=ROW_TTL_MS,
         heartbeat_interval_ms=300,
         lease_check_interval_ms=200,
         step_interval_ms=250,

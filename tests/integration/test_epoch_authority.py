@@ -45,6 +45,10 @@ def _renewed_since(ctl: Controller, replica_id: str, renewed_at: int) -> int:
     return lease.renewed_at
 
 
+def _sighted_at_epoch(record: ReplicaRecord, replica_id: str, epoch: int) -> None:
+    assert record.all()[replica_id].epoch == epoch
+
+
 def _publish(kafka: str, topic: str, messages: list[tuple[str, Any]]) -> None:
     producer = KafkaProducer(ProducerConfig(kafka, client_id="forger"))
     for key, request in messages:
@@ -106,8 +110,11 @@ def test_forged_epochs_are_dead_letters_and_the_real_replica_keeps_renewing(
             # A forged sighting kept from before the check is replaced by the next real one.
             stale = ReplicaSighting(replica, FORGED, "heartbeat", 0, 0, 1 << 40)
             redis.hset(record.keys.seen, replica, json.dumps(dataclasses.asdict(stale)))
+            # (Waiting for a renewal first would race: a heartbeat applied just before the
+            # forged sighting was written may renew the lease after it.)
+            assert_eventually(lambda: _sighted_at_epoch(record, replica, 1), TIMEOUT)
+            renewed = _renewed_since(controller, replica, 0)
             assert_eventually(lambda: _renewed_since(controller, replica, renewed), TIMEOUT)
-            assert record.all()[replica].epoch == 1
         assert consumer.isActive and consumer.exception() is None
         assert controller.is_current(replica, 1)
     finally:

@@ -152,6 +152,8 @@ def test_redis_paused_longer_than_the_lease_ttl(
     )  # fmt: skip
 
 
+# The container pass of make test runs this one: it once failed only there.
+@pytest.mark.containers
 def test_kafka_broker_stopped_for_20_s(
     own_kafka: OwnService, endpoints: devservices.Endpoints, unique: str, tmp_path: Path
 ) -> None:
@@ -163,6 +165,10 @@ def test_kafka_broker_stopped_for_20_s(
         lambda: own_kafka.sigkill_and_restart(down_s=20.0),
         own_kafka, kafka, endpoints.redis_url, topic, unique, tmp_path,
     )  # fmt: skip
-    # Spark waits for the broker inside its batch; the broker probe says so, once.
-    assert output.count(f"outage: Kafka at {kafka} does not answer") == 1, output[-3000:]
-    assert "outage over after" in output
+    # Spark waits for the broker inside its batch. Whichever detector reports first (the
+    # broker probe, or the query failing in a batch: it depends on timing, and on
+    # containers the query often wins), the outage is logged once when it begins and once
+    # when it ends; the probe names the broker at most once.
+    began = output.count("WARNING spark_consumers.supervision: outage: ")
+    assert began >= 1 and output.count("outage over after") == began, output[-3000:]
+    assert output.count(f"outage: Kafka at {kafka} does not answer") <= 1, output[-3000:]
