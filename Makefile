@@ -1,14 +1,15 @@
 # Two commands do all set-up from a fresh clone:
 #   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
 #   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest:
-#                 everything on local processes, then the integration suite again on
-#                 containers (CM_TEST_SERVICES=containers; skipped where no engine can run)
+#                 everything on local processes (two xdist workers), then the tests marked
+#                 `containers` (the pipeline, a fault, the agents) on the project's images
+#                 (CM_TEST_SERVICES=containers; skipped where no engine can run)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-containers lint unit bench infra-up infra-down infra-status clean
+.PHONY: setup demo test test-images test-containers lint unit bench infra-up infra-down infra-status clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -36,14 +37,22 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-test: setup lint
-	$(BIN)/pytest
-	$(MAKE) --no-print-directory test-containers
+# Files go to workers whole (--dist loadfile), so a module's fixtures start once.
+XDIST := -n 2 --dist loadfile
 
-# The integration suite with Kafka and Redis as testcontainers of the project's images
-# (the compose test already ran in the pass before).
+test: setup lint
+	$(BIN)/pytest $(XDIST)
+	$(MAKE) --no-print-directory test-images
+
+# The tests marked `containers` with Kafka and Redis as testcontainers of the project's
+# images: the images run the pipeline, a fault and the agents.
+test-images: setup
+	CM_TEST_SERVICES=containers $(BIN)/pytest $(XDIST) -m containers tests/integration
+
+# The whole integration suite on the project's images (not part of make test: about
+# 25 minutes; the compose test already runs on them in make test).
 test-containers: setup
-	CM_TEST_SERVICES=containers $(BIN)/pytest tests/integration --ignore=tests/integration/test_compose.py
+	CM_TEST_SERVICES=containers $(BIN)/pytest $(XDIST) tests/integration --ignore=tests/integration/test_compose.py
 
 infra-up infra-down infra-status: setup
 	$(BIN)/collection-manager infra $(subst infra-,,$@)

@@ -14,6 +14,7 @@ Services of a test's own (``own_service``) are of the same kind.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 import warnings
@@ -31,6 +32,7 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from tests.integration import engine as docker_engine_lib
+from tests.integration import shared as shared_lib
 from tests.integration.consumer_process import stop_leftovers
 from tests.integration.own_services import OwnContainer, OwnProcess, OwnService
 from tests.integration.service_containers import ServiceContainer
@@ -78,40 +80,63 @@ def infra_config() -> InfraConfig:
 
 
 @pytest.fixture(scope="session")
-def docker_engine(infra_config: InfraConfig) -> Iterator[docker_engine_lib.Engine]:
-    """The project's Docker engine with its images; testcontainers find it (no Ryuk: its
+def run_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The directory the xdist workers of this run share (``tests/integration/shared.py``)."""
+    return shared_lib.run_dir(tmp_path_factory, worker_id)
+
+
+@pytest.fixture(scope="session")
+def docker_engine(infra_config: InfraConfig, run_dir: Path) -> Iterator[docker_engine_lib.Engine]:
+    """A Docker engine with the project's images; testcontainers find it (no Ryuk: its
     image is on a registry, and every container here is removed by its fixture)."""
-    engine = docker_engine_lib.prepare(infra_config.state_dir)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DOCKER_HOST", engine.docker_host)
+    with (
+        shared_lib.shared(
+            "docker-engine",
+            run_dir,
+            lambda: dataclasses.asdict(docker_engine_lib.prepare(infra_config.state_dir)),
+            lambda engine: docker_engine_lib.release(docker_engine_lib.Engine(**engine)),
+        ) as engine,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("DOCKER_HOST", engine["env"]["DOCKER_HOST"])
         patch.setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+        yield docker_engine_lib.Engine(**engine)
+
+
+def _start_services(infra_config: InfraConfig) -> dict[str, Any]:
+    """Kafka and Redis of this run's kind, as JSON: addresses and how to stop them."""
+    if services_kind() == "containers":
+        kafka = ServiceContainer.kafka()
         try:
-            yield engine
-        finally:
-            docker_engine_lib.release(engine)
+            redis = ServiceContainer.redis()
+        except BaseException:
+            kafka.remove()
+            raise
+        return {"kafka": kafka.address, "redis": redis.address, "containers": [kafka.id, redis.id]}
+    found = devservices.up(infra_config)
+    return {"kafka": found.kafka_bootstrap, "redis": found.redis_url, "started": found.started}
+
+
+def _stop_services(infra_config: InfraConfig, services: dict[str, Any]) -> None:
+    for container in services.get("containers", []):
+        ServiceContainer.remove_by_id(container)
+    devservices.down(infra_config, tuple(services.get("started", ())))
 
 
 @pytest.fixture(scope="session")
 def endpoints(
-    infra_config: InfraConfig, request: pytest.FixtureRequest
+    infra_config: InfraConfig, run_dir: Path, request: pytest.FixtureRequest
 ) -> Iterator[devservices.Endpoints]:
+    """Kafka and Redis, started once per run and shared by every worker."""
     if services_kind() == "containers":
         request.getfixturevalue("docker_engine")
-        kafka = ServiceContainer.kafka()
-        try:
-            redis = ServiceContainer.redis()
-            try:
-                yield devservices.Endpoints(kafka.address, redis.address)
-            finally:
-                redis.remove()
-        finally:
-            kafka.remove()
-        return
-    found = devservices.up(infra_config)
-    try:
-        yield found
-    finally:
-        devservices.down(infra_config, found.started)
+    with shared_lib.shared(
+        "services",
+        run_dir,
+        lambda: _start_services(infra_config),
+        lambda services: _stop_services(infra_config, services),
+    ) as services:
+        yield devservices.Endpoints(services["kafka"], services["redis"])
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from testcontainers.core.container import DockerContainer
+from testcontainers.core.docker_client import DockerClient
 
 from collection_manager.devservices.kafka_broker import kafka_answers
 from collection_manager.devservices.processes import LOOPBACK, free_port
@@ -71,6 +72,15 @@ class ServiceContainer:
     def unpause(self) -> None:
         self._container.get_wrapped_container().unpause()
 
+    @property
+    def id(self) -> str:
+        return str(self._container.get_wrapped_container().id)
+
     def remove(self) -> None:
         """Stops and removes the container with its anonymous volumes."""
         self._container.stop()
+
+    @staticmethod
+    def remove_by_id(container_id: str) -> None:
+        """Removes a container another process of this run started (``shared.py``)."""
+        DockerClient().client.containers.get(container_id).remove(force=True, v=True)

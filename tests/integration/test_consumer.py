@@ -24,6 +24,9 @@ from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer
 from tests.support import assert_eventually
 
+# Also on the project's images in make test's container pass.
+pytestmark = pytest.mark.containers
+
 
 @pytest.fixture
 def specs(redis: redis_lib.Redis, unique: str) -> Iterator[list[CollectionSpec]]:

@@ -38,6 +38,8 @@ from spark_consumers.job import start_consumer
 from tests.support import assert_eventually
 
 TIMEOUT = 90.0
+# Also on the project's images in make test's container pass.
+pytestmark = pytest.mark.containers
 
 
 @pytest.fixture
