@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
+import os
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -137,28 +139,37 @@ def _configure(
     return props
 
 
+def random_cluster_id() -> str:
+    """A new KRaft cluster id as ``kafka-storage random-uuid`` prints it (Kafka's ``Uuid``:
+    16 random bytes in URL-safe base64 without padding, never starting with "-"), made
+    here to spare a JVM start per new broker."""
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
 def _format_storage(
-    java: str, classpath: str, props: Path, home: Path, secured: SecuredListener | None
+    java: str,
+    java_options: list[str],
+    classpath: str,
+    props: Path,
+    home: Path,
+    secured: SecuredListener | None,
 ) -> None:
     if (home / "data" / "meta.properties").exists():
         return
-    cluster_id = subprocess.run(
-        [java, "-cp", classpath, "kafka.tools.StorageTool", "random-uuid"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout.strip()
     done = subprocess.run(
         [
             java,
+            *java_options,
             "-cp",
             classpath,
             f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
             "kafka.tools.StorageTool",
             "format",
             "-t",
-            cluster_id,
+            random_cluster_id(),
             "-c",
             str(props),
             *(
@@ -192,11 +203,13 @@ def start_kafka(
     port = choose_port(config.kafka_port, home / "port", "Kafka")
     controller_port = choose_port(0, home / "controller-port", "the Kafka controller")
     props = _configure(home, port, controller_port, secured)
-    _format_storage(java, classpath, props, home, secured)
+    java_options = config.kafka_java_options.split()
+    _format_storage(java, java_options, classpath, props, home, secured)
     log_path = home / "kafka.log"
     cmd = [
         java,
         f"-Xmx{config.kafka_heap}",
+        *java_options,
         "-cp",
         classpath,
         f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
