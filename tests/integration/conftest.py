@@ -15,7 +15,6 @@ Services of a test's own (``own_service``) are of the same kind.
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -34,17 +33,12 @@ from collection_manager.storage.store import RedisStore
 from tests.integration import engine as docker_engine_lib
 from tests.integration import shared as shared_lib
 from tests.integration.consumer_process import stop_leftovers
-from tests.integration.own_services import OwnContainer, OwnProcess, OwnService
+from tests.integration.own_services import OwnService, services_kind, start_own_service
 from tests.integration.service_containers import ServiceContainer
 from tests.integration.workload import create_specs
 
 INTEGRATION_DIR = Path(__file__).parent
 SERVICE_KINDS = ("processes", "containers")
-
-
-def services_kind() -> str:
-    """``CM_TEST_SERVICES``: how this session provides Kafka and Redis."""
-    return os.environ.get("CM_TEST_SERVICES", "processes")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,37 +52,10 @@ def pytest_report_header() -> str:
     return f"services: {services_kind()} (CM_TEST_SERVICES)"
 
 
-# The longest files (each over half a minute in a two-worker run), longest first. pytest-
-# xdist hands out whole files in collection order; starting with these keeps one worker
-# from running the last long file alone while the other has nothing left (the unit tests
-# and short files fill the gaps at the end). Only the wall time depends on this list.
-LONGEST_FIRST = (
-    "test_faults.py",
-    "test_progress_truth.py",
-    "test_consumer_crashes.py",
-    "test_compose.py",
-    "test_lease_log_time.py",
-    "test_spark_cluster.py",
-    "test_secured_services.py",
-    "test_row_ttl.py",
-    "test_redis_cluster.py",
-    "test_demo.py",
-    "test_consumer_cwd.py",
-    "test_infra_interrupt.py",
-    "test_two_consumers.py",
-)
-
-
-def _rank(item: pytest.Item) -> int:
-    name = Path(str(item.fspath)).name
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
-    items.sort(key=_rank)  # stable: within a file, and for the rest, the order stays
 
 
 @pytest.fixture(autouse=True)
@@ -174,11 +141,7 @@ def own_service(
     started: list[OwnService] = []
 
     def start(kind: str) -> OwnService:
-        if services_kind() == "containers":
-            request.getfixturevalue("docker_engine")
-            started.append(OwnContainer(kind))
-        else:
-            started.append(OwnProcess(kind, tmp_path / f"own-{kind}"))
+        started.append(start_own_service(kind, request, tmp_path))
         return started[-1]
 
     yield start

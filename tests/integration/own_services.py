@@ -13,6 +13,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from collection_manager.config import InfraConfig
 from collection_manager.devservices.kafka_broker import start_kafka
 from collection_manager.devservices.processes import stop_pid
@@ -119,3 +121,16 @@ class OwnContainer(OwnService):
 
     def stop(self) -> None:
         self._container.remove()
+
+
+def services_kind() -> str:
+    """``CM_TEST_SERVICES``: how this session provides Kafka and Redis."""
+    return os.environ.get("CM_TEST_SERVICES", "processes")
+
+
+def start_own_service(kind: str, request: pytest.FixtureRequest, directory: Path) -> OwnService:
+    """A ``redis`` or ``kafka`` of the caller's own, of the session's kind."""
+    if services_kind() == "containers":
+        request.getfixturevalue("docker_engine")  # the session's engine, shared
+        return OwnContainer(kind)
+    return OwnProcess(kind, directory / f"own-{kind}")

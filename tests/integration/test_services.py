@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer
 
 from collection_manager import devservices
 from collection_manager.config import InfraConfig
-from tests.integration.conftest import services_kind
+from tests.integration.own_services import services_kind
 from tests.support import assert_eventually
 
 # What `infra status` and `infra up` report is about local processes.

@@ -10,10 +10,12 @@ import redis as redis_lib
 from collection_manager.core.filters import eq
 from collection_manager.core.planning import SourceUpdates
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.library import LIBRARY, VERSION_FUNCTION, library
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore
+from tests.integration.own_services import start_own_service
 
 ROW_SCHEMA = {
     "type": "record",
@@ -35,6 +37,21 @@ def loaded_version(redis: redis_lib.Redis) -> bytes:
 def appended(offset: int, replica: str, workers: int) -> AppendOp:
     updates = tuple(((replica, worker), 1) for worker in range(workers))
     return AppendOp(offset, offset, [SourceUpdates(replica, 1, None, None, updates, 1)])
+
+
+@pytest.fixture(scope="module")
+def redis(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[redis_lib.Redis]:
+    """A Redis of this module's own: its tests replace and delete the functions library,
+    which every other test calls (in the other xdist worker too, at the same moment)."""
+    server = start_own_service("redis", request, tmp_path_factory.mktemp("library"))
+    client = redis_client(server.address)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.stop()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis as redis_lib
@@ -10,8 +11,10 @@ import redis as redis_lib
 from collection_manager.core.errors import InvalidNameError
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.store import RedisStore
+from tests.integration.own_services import OwnService
 from tests.integration.test_store import ROW_SCHEMA
 
 
@@ -55,10 +58,20 @@ def test_drop_deletes_exactly_the_collections_keys(redis: redis_lib.Redis, uniqu
     assert _keys_of(redis, kept) == set()
 
 
+@pytest.fixture
+def own_redis(own_service: Callable[[str], OwnService]) -> Iterator[redis_lib.Redis]:
+    """A Redis of the test's own: a catalog entry outside the name rule must not meet the
+    listings of tests running beside it."""
+    client = redis_client(own_service("redis").address)
+    yield client
+    client.close()
+
+
 def test_dropping_a_glob_named_collection_from_before_the_rule_spares_the_others(
-    redis: redis_lib.Redis, unique: str
+    own_redis: redis_lib.Redis, unique: str
 ) -> None:
     """Reproduces issue 14: dropping ``a*`` deleted the index keys of ``ab``."""
+    redis = own_redis
     store = RedisStore(redis)
     kept, legacy = f"{unique}-ab", f"{unique}-a*"
     store.create_collection(CollectionSpec(kept, ROW_SCHEMA, ("replica_id",)))
