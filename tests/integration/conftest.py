@@ -1,15 +1,17 @@
-"""Session-scoped real services: Kafka, Redis and Spark.
+"""Real services for the whole run: Kafka, Redis, the Docker engine, and Spark.
 
 ``CM_TEST_SERVICES`` chooses how Kafka and Redis are provided:
 
 - ``processes`` (the default): configured services (``CM_KAFKA_BOOTSTRAP``,
   ``CM_REDIS_URL``) are used as they are; else the ones a developer started with
   ``collection-manager infra up`` are reused; else local processes are started for this
-  session and stopped at its end.
-- ``containers``: testcontainers of the project's images on the project's Docker engine
-  (``tests/integration/engine.py``), removed at the session's end.
+  run and stopped at its end.
+- ``containers``: testcontainers of the project's images on a Docker engine
+  (``tests/integration/engine.py``), removed at the run's end.
 
-Services of a test's own (``own_service``) are of the same kind.
+Kafka, Redis and the engine are shared by the run's xdist workers (``shared.py``); each
+worker has a Spark session of its own. Services of a test's own (``own_service``) are of
+the same kind as the run's.
 """
 
 from __future__ import annotations
@@ -80,13 +82,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def docker_engine(infra_config: InfraConfig, run_dir: Path) -> Iterator[docker_engine_lib.Engine]:
+def docker_engine(infra_config: InfraConfig) -> Iterator[docker_engine_lib.Engine]:
     """A Docker engine with the project's images; testcontainers find it (no Ryuk: its
     image is on a registry, and every container here is removed by its fixture)."""
     with (
         shared_lib.shared(
             "docker-engine",
-            run_dir,
+            infra_config.state_dir / "docker",  # every run's: make test's passes overlap
             lambda: dataclasses.asdict(docker_engine_lib.prepare(infra_config.state_dir)),
             lambda engine: docker_engine_lib.release(docker_engine_lib.Engine(**engine)),
         ) as engine,

@@ -1,11 +1,13 @@
-"""Session services shared by the pytest-xdist workers of one run.
+"""Services shared by the pytest-xdist workers of a run, and by runs that overlap.
 
 Each worker is a pytest session of its own, so a session fixture alone would start Kafka,
 Redis or the Docker engine once per worker, and the first worker to finish would stop
-them under the other. Here the first worker that needs a service starts it, every worker
-that uses it is counted, and the last one to let it go stops it. The count lives in a file
-of this run's own temporary directory, under a file lock, so it never outlives the run.
-Without xdist there is one user and this is a plain session fixture.
+them under the other. Here the first process that needs a service starts it, every
+process that uses it is recorded, and the last one to let it go stops it. The record is a
+file under a file lock: in the run's own temporary directory for Kafka and Redis, in the
+engine's state directory for the Docker engine (``make test`` runs its two passes at
+once, and both use the one engine). Without xdist there is one user and this is a plain
+session fixture.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,24 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
+def _me() -> str:
+    """This process, as a user: its pid and start time (a reused pid is another process)."""
+    return f"{os.getpid()}@{_started_at(os.getpid())}"
+
+
+def _started_at(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat.rpartition(")")[2].split()[19]  # field 22, starttime, after the command
+
+
+def _alive(user: str) -> bool:
+    pid, _, started = user.partition("@")
+    return _started_at(int(pid)) == started
+
+
 @contextlib.contextmanager
 def shared(
     name: str,
@@ -45,22 +66,26 @@ def shared(
     """Yields the value ``start()`` returned for the first user of ``name``; ``stop(value)``
     runs when its last user lets it go. The value must be JSON (it crosses processes).
 
-    A ``start`` that raises (or skips) records nothing: the next user tries again.
+    Users are processes, recorded with their start time: one that died without letting go
+    (a SIGKILLed run) is no longer counted, and when none is left alive, the next user
+    starts the service again. A ``start`` that raises (or skips) records nothing.
     """
+    directory.mkdir(parents=True, exist_ok=True)
     record_file, lock = directory / f"{name}.json", directory / f"{name}.lock"
     with _locked(lock):
-        record = json.loads(record_file.read_text()) if record_file.exists() else {"users": 0}
-        if record["users"] == 0:
+        record = json.loads(record_file.read_text()) if record_file.exists() else {}
+        users = [user for user in record.get("users", []) if _alive(user)]
+        if not users:
             record["value"] = start()
-        record["users"] += 1
+        record["users"] = [*users, _me()]
         record_file.write_text(json.dumps(record))
     try:
         yield record["value"]
     finally:
         with _locked(lock):
             record = json.loads(record_file.read_text())
-            record["users"] -= 1
-            if record["users"] == 0:
+            record["users"] = [u for u in record["users"] if u != _me() and _alive(u)]
+            if not record["users"]:
                 record_file.unlink()
                 stop(record["value"])
             else:
