@@ -38,7 +38,7 @@ group.initial.rebalance.delay.ms=0
 PROPS
 cp="$home/libs/*"
 case "${1:-run}" in
-  format) exec java -cp "$cp" kafka.tools.StorageTool format -t "$KAFKA_CLUSTER_ID" -c "$home/config/server.properties" ;;
-  run) exec java "-Xmx$KAFKA_HEAP" -cp "$cp" kafka.Kafka "$home/config/server.properties" ;;
+  format) exec java $KAFKA_JAVA_OPTIONS -cp "$cp" kafka.tools.StorageTool format -t "$KAFKA_CLUSTER_ID" -c "$home/config/server.properties" ;;
+  run) exec java "-Xmx$KAFKA_HEAP" $KAFKA_JAVA_OPTIONS -cp "$cp" kafka.Kafka "$home/config/server.properties" ;;
   *) exec "$@" ;;
 esac

@@ -10,7 +10,9 @@ COPY libs/ /opt/kafka/libs/
 COPY kafka-entrypoint.sh /opt/kafka/entrypoint.sh
 # Storage is formatted now, with a fixed cluster id, so a container is ready in seconds;
 # the listeners' ports are only written when it starts (the formatted data names none).
-ENV KAFKA_CLUSTER_ID=Y29sbGVjdGlvbi1tZ3IwMQ KAFKA_PORT=9092 KAFKA_CONTROLLER_PORT=9093 KAFKA_HEAP=512m
+# C1 only, as the local broker (CM_KAFKA_JAVA_OPTIONS): it starts in less time and CPU.
+ENV KAFKA_CLUSTER_ID=Y29sbGVjdGlvbi1tZ3IwMQ KAFKA_PORT=9092 KAFKA_CONTROLLER_PORT=9093 KAFKA_HEAP=512m \
+    KAFKA_JAVA_OPTIONS=-XX:TieredStopAtLevel=1
 RUN mkdir -p /opt/kafka/data /opt/kafka/config && chown -R kafka /opt/kafka \
  && chmod +x /opt/kafka/entrypoint.sh
 USER kafka

@@ -55,12 +55,14 @@ def produce_until(
     specs: list[CollectionSpec],
     producer: int,
     stop: threading.Event,
-    pause_s: float = 0.002,
+    pause_s: float = 0.01,
 ) -> None:
     """Publishes random requests to ``specs`` until ``stop`` is set, then flushes.
 
-    ``pause_s`` between two requests sets the rate (the default: as many as a consumer on
-    two shared cores barely keeps up with).
+    ``pause_s`` between two requests sets the rate. The default, about 100 requests a
+    second per producer, keeps a batch in progress at any moment; it used to be five times
+    that, as many as a consumer alone on two cores barely keeps up with, which made a
+    consumer sharing them with another test (two xdist workers) fall behind for minutes.
     """
     rng = random.Random(producer)
     out = KafkaProducer(ProducerConfig(kafka, client_id=f"test-{producer}", linger_ms=20))
