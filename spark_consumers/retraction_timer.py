@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,10 @@ class RetractionTimer:
         # Collections created after start get the current expiration too.
         for name in self.store.collections():
             if name not in self.prepared:
-                kept = self.store.set_expiration(name, self.expiration)
+                try:
+                    kept = self.store.set_expiration(name, self.expiration)
+                except UnknownCollectionError:
+                    continue  # dropped since it was listed: a drop must not stop the consumer
                 logger.debug("%s: %d future retractions scheduled", name, kept)
                 self.prepared.add(name)
 

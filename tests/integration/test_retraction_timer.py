@@ -51,3 +51,18 @@ def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
         assert (timer.expiration, store.scheduled(spec.name)) == (expiration, scheduled)
         assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
     assert store.snapshot(spec.name).rows == {("r1", "a", 2, None): 1}
+
+
+def test_a_collection_dropped_between_the_listing_and_its_schedule_is_passed_over(
+    redis: redis_lib.Redis, spec: CollectionSpec
+) -> None:
+    """A consumer starting (or ticking) beside a drop, another test's in a parallel run,
+    once exited: the timer listed the collection, then its schedule was gone."""
+
+    class DroppedMidListing(RedisStore):
+        def collections(self) -> list[str]:
+            return [spec.name, f"dropped-{spec.name}"]
+
+    timer = RetractionTimer(DroppedMidListing(redis), 0)
+    timer.start()
+    assert timer.prepared == {spec.name}
