@@ -135,6 +135,26 @@ def endpoints(
         yield devservices.Endpoints(services["kafka"], services["redis"])
 
 
+@pytest.fixture(scope="module")
+def module_redis(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OwnService]:
+    """A Redis of the module's own, for tests that no other test may touch at the same
+    moment (in the other xdist worker): every consumer's retraction timer retracts what is
+    due in every collection of its Redis, by its own clock, and some tests replace what
+    all tests share (the functions library)."""
+    server = start_own_service("redis", request, tmp_path_factory.mktemp("module-redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def module_redis_client(module_redis: OwnService) -> Iterator[redis_lib.Redis]:
+    client = redis_client(module_redis.address)
+    yield client
+    client.close()
+
+
 @pytest.fixture
 def own_service(
     request: pytest.FixtureRequest, tmp_path: Path

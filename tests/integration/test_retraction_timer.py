@@ -16,6 +16,13 @@ from spark_consumers.retraction_timer import RetractionTimer
 from tests.unit.strategies import FRONTIERS
 
 
+@pytest.fixture(scope="module")
+def redis(module_redis_client: redis_lib.Redis) -> redis_lib.Redis:
+    """A Redis of this module's own: a consumer of another test expires what is due, by
+    its clock, in every collection of the Redis it uses (``module_redis``)."""
+    return module_redis_client
+
+
 @pytest.fixture
 def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
     made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from collection_manager import devservices
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
+from tests.integration.own_services import OwnService
 from tests.support import assert_eventually
 
 TTL_MS = 3_000
@@ -32,10 +32,18 @@ SCHEMA = {
 }
 
 
+@pytest.fixture(scope="module")
+def redis_url(module_redis: OwnService) -> str:
+    """A Redis of this module's own: a consumer of another test would expire these rows by
+    its own clock (every consumer's timer retracts what is due in every collection of its
+    Redis), while the test says when nothing may expire."""
+    return module_redis.address
+
+
 @pytest.fixture
-def spec(endpoints: devservices.Endpoints, unique: str) -> Iterator[CollectionSpec]:
+def spec(redis_url: str, unique: str) -> Iterator[CollectionSpec]:
     made = CollectionSpec(f"ttl-{unique}", SCHEMA, ("replica_id",))
-    store = RedisStore.connect(endpoints.redis_url)
+    store = RedisStore.connect(redis_url)
     store.create_collection(made)
     yield made
     store.drop_collection(made.name)
@@ -64,11 +72,11 @@ def _retractions(store: RedisStore, spec: CollectionSpec) -> Counter[Row]:
 
 
 def test_rows_expire_after_their_ttl_unless_refreshed(
-    kafka: str, topic: str, endpoints: devservices.Endpoints, spec: CollectionSpec, tmp_path: Path
+    kafka: str, topic: str, redis_url: str, spec: CollectionSpec, tmp_path: Path
 ) -> None:
-    store = RedisStore.connect(endpoints.redis_url)
+    store = RedisStore.connect(redis_url)
     log = tmp_path / "consumer.log"
-    consumer = start_consumer(consumer_env(kafka, endpoints.redis_url, topic, tmp_path), log)
+    consumer = start_consumer(consumer_env(kafka, redis_url, topic, tmp_path), log)
     kept, dropped = _rows(range(5)), _rows(range(5, 10))
     try:
         _publish(kafka, topic, spec, kept + dropped, 1)
@@ -97,10 +105,10 @@ def test_rows_expire_after_their_ttl_unless_refreshed(
 
 
 def test_a_consumer_down_at_the_expiry_retracts_each_row_once_after_restart(
-    kafka: str, topic: str, endpoints: devservices.Endpoints, spec: CollectionSpec, tmp_path: Path
+    kafka: str, topic: str, redis_url: str, spec: CollectionSpec, tmp_path: Path
 ) -> None:
-    store = RedisStore.connect(endpoints.redis_url)
-    env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path)
+    store = RedisStore.connect(redis_url)
+    env = consumer_env(kafka, redis_url, topic, tmp_path)
     log = tmp_path / "consumer.log"
     rows = _rows(range(20))
     consumer = start_consumer(env, log)

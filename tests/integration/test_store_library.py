@@ -10,12 +10,10 @@ import redis as redis_lib
 from collection_manager.core.filters import eq
 from collection_manager.core.planning import SourceUpdates
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.library import LIBRARY, VERSION_FUNCTION, library
 from collection_manager.storage.ops import AppendOp, DeleteOp
 from collection_manager.storage.store import RedisStore
-from tests.integration.own_services import start_own_service
 
 ROW_SCHEMA = {
     "type": "record",
@@ -40,18 +38,10 @@ def appended(offset: int, replica: str, workers: int) -> AppendOp:
 
 
 @pytest.fixture(scope="module")
-def redis(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[redis_lib.Redis]:
+def redis(module_redis_client: redis_lib.Redis) -> redis_lib.Redis:
     """A Redis of this module's own: its tests replace and delete the functions library,
     which every other test calls (in the other xdist worker too, at the same moment)."""
-    server = start_own_service("redis", request, tmp_path_factory.mktemp("library"))
-    client = redis_client(server.address)
-    try:
-        yield client
-    finally:
-        client.close()
-        server.stop()
+    return module_redis_client
 
 
 @pytest.fixture
