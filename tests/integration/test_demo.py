@@ -1,25 +1,32 @@
 """The README's main command: replica agents, the controller and the consumer, end to end.
 
-The demo runs its own processes (the consumer, one per agent) on the session's services
-(given to it as configured ones, so it starts none of its own);
+The demo runs its own processes (the consumer, one per agent) on the session's Kafka and a
+Redis of the test's own (given to it as configured ones, so it starts none of its own):
+its removals of replicas r1 to r3 fence them in every collection of its Redis, which would
+fuse other tests' appends of an r1 running beside it;
 it must remove one replica, SIGKILL another, and end with Redis holding exactly what the
 surviving agent holds and nothing of the other two.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from collection_manager import devservices
 from collection_manager.demo.runner import DemoOptions, run_demo
 from collection_manager.demo.view import PlainReporter
+from tests.integration.own_services import OwnService
 
 
 def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
-    endpoints: devservices.Endpoints, monkeypatch: pytest.MonkeyPatch
+    endpoints: devservices.Endpoints,
+    own_service: Callable[[str], OwnService],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", endpoints.kafka_bootstrap)
-    monkeypatch.setenv("CM_REDIS_URL", endpoints.redis_url)
+    monkeypatch.setenv("CM_REDIS_URL", own_service("redis").address)
     lines: list[str] = []
     result = run_demo(DemoOptions(duration_s=12, timeout_s=180), PlainReporter(lines.append))
     plan, log = result.plan, "\n".join(lines)
