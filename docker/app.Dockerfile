@@ -1,7 +1,7 @@
 # The application: consumer, replica agents, controller and CLI are all `collection-manager`.
 # The build context (docker/build.sh stages it) holds wheels/ (deps/: every dependency,
-# project/: this project; built on the host: no network is needed inside the build) and jars/ (Spark's
-# Kafka connector as `collection-manager setup` resolves it).
+# project/: this project; built on the host: no network is needed inside the build) and
+# jars/ (Spark's Kafka connector as `collection-manager setup` resolves it).
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 RUN apt-get update -qq \
@@ -10,7 +10,7 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /home/cm cm
 # Dependencies first, the project last: a change of the project's code then rebuilds one
-# small layer instead of installing pyspark again (about 30 s of every rebuild).
+# small layer instead of installing pyspark again.
 COPY wheels/deps/ /tmp/wheels/
 RUN python3 -m venv /opt/cm \
  && /opt/cm/bin/pip install -q --no-index --no-deps /tmp/wheels/*.whl \

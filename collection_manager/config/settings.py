@@ -142,8 +142,8 @@ class InfraConfig:
     kafka_java_options: str = setting(
         "-XX:TieredStopAtLevel=1",
         "More JVM options of the local broker and its storage tool. The default compiles with "
-        "C1 only: a local broker (development, tests, the demo) then starts in about 4 s "
-        "instead of 6 on 2 cores, with about half the CPU; set it empty for C2's peak speed.",
+        "C1 only: a local broker (development, tests, the demo) starts sooner and spends less "
+        "CPU compiling; set it empty for C2's peak speed.",
     )
     startup_timeout_s: float = setting(90.0, "How long to wait for a local service to answer.")
     maven_timeout_s: float = setting(600.0, "How long jar resolution from Maven Central may take.")

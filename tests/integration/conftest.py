@@ -88,7 +88,7 @@ def docker_engine(infra_config: InfraConfig) -> Iterator[docker_engine_lib.Engin
     with (
         shared_lib.shared(
             "docker-engine",
-            infra_config.state_dir / "docker",  # every run's: make test's passes overlap
+            infra_config.state_dir / "docker",  # shared by runs that overlap
             lambda: dataclasses.asdict(docker_engine_lib.prepare(infra_config.state_dir)),
             lambda engine: docker_engine_lib.release(docker_engine_lib.Engine(**engine)),
         ) as engine,

@@ -5,9 +5,9 @@ Redis or the Docker engine once per worker, and the first worker to finish would
 them under the other. Here the first process that needs a service starts it, every
 process that uses it is recorded, and the last one to let it go stops it. The record is a
 file under a file lock: in the run's own temporary directory for Kafka and Redis, in the
-engine's state directory for the Docker engine (``make test`` runs its two passes at
-once, and both use the one engine). Without xdist there is one user and this is a plain
-session fixture.
+engine's state directory for the Docker engine (runs that overlap, such as
+``make test-images`` beside ``make test-processes``, use the one engine). Without xdist
+there is one user and this is a plain session fixture.
 """
 
 from __future__ import annotations
