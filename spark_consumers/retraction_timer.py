@@ -1,5 +1,9 @@
 """The driver's clock for temporal validity: due retractions and the expiration (§7).
 
+A consumer times only the collections its own topic wrote: another deployment's
+collections on the same Redis follow their own consumer's clocks, and a row there must not
+expire by this consumer's TTL clock while that deployment is behind or down (§8).
+
 Scheduled retractions are applied on a timer, not per micro-batch, so they happen also
 when no input arrives. With an expiration offset, ``expiration = start + offset``: the
 store schedules only retractions before it. When the clock reaches it, the timer does
@@ -27,19 +31,26 @@ def _now_ms() -> int:
 
 
 class RetractionTimer:
-    """Applies due retractions in every collection and keeps the expiration ahead.
+    """Applies due retractions in the collections of ``topic`` and keeps the expiration ahead.
 
     Args:
         store: the collections.
         expiration_offset_ms: 0 for no expiration, else how far ahead it lies.
+        topic: the consumer's request topic; collections no request of it was applied to
+            are left to their own deployment's consumer.
         clock: milliseconds since the Unix epoch (a parameter so tests can drive it).
     """
 
     def __init__(
-        self, store: RedisStore, expiration_offset_ms: int, clock: Callable[[], int] = _now_ms
+        self,
+        store: RedisStore,
+        expiration_offset_ms: int,
+        topic: str,
+        clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.store = store
         self.offset = expiration_offset_ms
+        self.topic = topic
         self.clock = clock
         self.expiration: int | None = None
         self.prepared: set[str] = set()
@@ -53,10 +64,13 @@ class RetractionTimer:
         logger.info("expiration %s; schedules rebuilt", self.expiration or "off")
 
     def _prepare_new(self) -> None:
-        # Collections created after start get the current expiration too.
+        # Collections created (or first written from this topic) after start get the
+        # current expiration too.
         for name in self.store.collections():
             if name not in self.prepared:
                 try:
+                    if not self.store.written_from(name, self.topic):
+                        continue
                     kept = self.store.set_expiration(name, self.expiration)
                 except UnknownCollectionError:
                     continue  # dropped since it was listed: a drop must not stop the consumer

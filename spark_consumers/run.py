@@ -177,7 +177,7 @@ def run_consumer(
         ):
             return
         probe.start()
-        timer = RetractionTimer(store, config.expiration_offset_ms)
+        timer = RetractionTimer(store, config.expiration_offset_ms, config.topic)
         if until_done(timer.start, outage, stop, TRANSIENT_FAULTS) is None and stop.is_set():
             return
         spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")

@@ -3,8 +3,9 @@
 Appends to one collection between two of its deletes may be merged and consolidated
 before they are written, so diffs that cancel are never written. Merging must not change
 what the fuse decides, so appends are merged only while nothing can change the collection's
-fence table: a delete of the collection (which may carry a fence) and a ``ReplicaRemoved``
-(which fences every collection) close the open groups.
+fence table: a delete of the collection (which may carry a fence) closes its open group.
+Control requests touch no collection (a removal fences through its deletes), so they
+close nothing.
 
 Within a group, updates are consolidated per *source* ``(replica_id, epoch, valid_until,
 ttl_ms)``: the fuse decides per replica epoch, and updates with different expirations must
@@ -20,7 +21,6 @@ from collection_manager.core.requests import (
     Append,
     Control,
     Delete,
-    ReplicaRemoved,
     Request,
     Update,
 )
@@ -206,8 +206,6 @@ class _Planner:
             self.close(request.collection)
             self.steps.append(DeleteStep(index, request))
             return
-        if isinstance(request, ReplicaRemoved):
-            self.close_all()
         self.steps.append(ControlStep(index, request))
 
 
@@ -227,7 +225,7 @@ def plan_groups(requests: Sequence[Request], *, split_on_source_change: bool = F
 
     Returns:
         The steps; an ``AppendGroup`` is emitted when it closes: before a delete of its
-        collection, a ``ReplicaRemoved``, or an append that would take it past
+        collection, or an append that would take it past
         ``MAX_GROUP_UPDATES`` updates or ``MAX_GROUP_BYTES`` approximate bytes.
     """
     planner = _Planner(split_on_source_change)

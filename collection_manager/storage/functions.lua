@@ -23,9 +23,8 @@ end
 
 -- Every multiplicity the append ops of a chunk would leave, checked before the chunk writes
 -- anything: the index (in ops) of the first op that would take a row out of the domain,
--- with the row and the value, or nil. Fences of the chunk count as they come (an op after
--- a fence may be fused); a delete ends a chunk (see storage/ops.py), so none precedes an
--- append here.
+-- with the row and the value, or nil. A delete ends a chunk (see storage/ops.py), so no
+-- fence changes within one before an append.
 local function first_overflow(c, args, ops, watermark)
   local total = 0  -- how far the chunk could move a row at most; rounding only raises it
   for _, op in ipairs(ops) do
@@ -36,14 +35,11 @@ local function first_overflow(c, args, ops, watermark)
     end
   end
   if c.within_bound(total) then return nil end  -- the common case: no row is read
-  local pending, fenced = {}, {}
+  local pending = {}
   for i, op in ipairs(ops) do
-    if op.o > watermark and op.k == 'f' then
-      fenced[op.fr] = math.max(fenced[op.fr] or 0, op.fe)
-    elseif op.o > watermark and op.k == 'a' then
+    if op.o > watermark and op.k == 'a' then
       for _, part in ipairs(op.p) do
-        local dead = fenced[part.r]
-        if not ((dead and dead >= part.e) or is_fenced(c.keys.fences, part.r, part.e)) then
+        if not is_fenced(c.keys.fences, part.r, part.e) then
           local rows, from = args[part.a], 1
           for _, diff in ipairs(part.d) do
             local to = string.find(rows, '\n', from, true) or (#rows + 1)
@@ -182,9 +178,6 @@ local function cm_apply(keys, args)
       counts.replays_skipped = counts.replays_skipped + 1
     elseif op.k == 'x' then
       refuse(c, watermark_field, op)
-      watermark = op.o
-    elseif op.k == 'f' then
-      fence(c.keys.fences, op.fr, op.fe)
       watermark = op.o
     elseif op.k == 'a' then
       append(c, args, c.next_time(), op)

@@ -47,6 +47,11 @@ def watermark_field(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
+def watermark_topic(field: str) -> str:
+    """The topic of a ``watermark_field``."""
+    return field.rpartition(":")[0]
+
+
 @dataclasses.dataclass(frozen=True)
 class CollectionKeys:
     """The keys of one collection."""

@@ -1,8 +1,8 @@
 """What ``cm_apply`` of the store's library is given: planned operations of one collection.
 
-An operation is one step of the collection's order: merged appends, a delete, or a fence
-(from a ``ReplicaRemoved``). It carries the first and last Kafka offset it covers so the
-function can skip what a previous run already applied.
+An operation is one step of the collection's order: merged appends, a delete (which may
+fence a replica's epochs), or a refused append. It carries the first and last Kafka offset
+it covers so the function can skip what a previous run already applied.
 """
 
 from __future__ import annotations
@@ -45,15 +45,6 @@ class DeleteOp:
 
 
 @dataclasses.dataclass(frozen=True)
-class FenceOp:
-    """Record that epochs ``<= epoch`` of ``replica_id`` are dead (no time passes)."""
-
-    offset: int
-    replica_id: str
-    epoch: int
-
-
-@dataclasses.dataclass(frozen=True)
 class RefusedOp:
     """An append refused whole (it would take a multiplicity out of the numeric domain).
 
@@ -65,7 +56,7 @@ class RefusedOp:
     why: str
 
 
-Op = AppendOp | DeleteOp | FenceOp | RefusedOp
+Op = AppendOp | DeleteOp | RefusedOp
 
 
 # A collection function's arguments: index prefix, log length, payload, its own; then the
@@ -151,8 +142,6 @@ def _op_json(op: Op, call: _CallShape, texts: list[str]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
         parts = [_part_json(p, call, texts) for p in op.parts]
         return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
-    if isinstance(op, FenceOp):
-        return {"k": "f", "s": op.offset, "o": op.offset, "fr": op.replica_id, "fe": op.epoch}
     if isinstance(op, RefusedOp):
         return {"k": "x", "s": op.offset, "o": op.offset, "why": op.why}
     out: dict[str, Any] = {"k": "d", "s": op.offset, "o": op.offset}

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from collection_manager.core.filters import Filter, index_lookup
 from collection_manager.core.numbers import INT_RANGE
 from collection_manager.core.planning import AppendGroup, DeleteStep, plan_groups
-from collection_manager.core.requests import Append, Delete, ReplicaRemoved, Request
+from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter, to_lua
-from collection_manager.storage.ops import AppendOp, DeleteOp, FenceOp, Op, RefusedOp
+from collection_manager.storage.ops import AppendOp, DeleteOp, Op, RefusedOp
 from collection_manager.storage.rows import index_value
 
 OffsetRequest = tuple[int, Request]
@@ -38,9 +38,8 @@ def _delete_op(offset: int, request: Delete, spec: CollectionSpec) -> DeleteOp:
 
 
 def _relevant(request: Request, collection: str) -> bool:
-    if isinstance(request, Append | Delete):
-        return request.collection == collection
-    return isinstance(request, ReplicaRemoved)  # fences every collection
+    # Control requests touch no collection: a removal fences through its deletes.
+    return isinstance(request, Append | Delete) and request.collection == collection
 
 
 def collection_ops(
@@ -55,10 +54,6 @@ def collection_ops(
             ops.append(AppendOp(offsets[step.first_index], offsets[step.last_index], step.parts))
         elif isinstance(step, DeleteStep):
             ops.append(_delete_op(offsets[step.index], step.request, spec))
-        else:
-            removed = step.request
-            assert isinstance(removed, ReplicaRemoved)
-            ops.append(FenceOp(offsets[step.index], removed.replica_id, removed.epoch))
     return ops
 
 
@@ -71,7 +66,7 @@ def plan_ops(
 
     Args:
         requests: one partition's requests in offset order, validated against ``specs``.
-        specs: the collections to plan for (``ReplicaRemoved`` fences each of them).
+        specs: the collections to plan for (at least those the requests name).
         applied: per collection, the highest offset of this partition already applied.
     """
     planned = {

@@ -18,7 +18,7 @@ from collection_manager.core.errors import (
     UnknownCollectionError,
 )
 from collection_manager.core.planning import MAX_GROUP_UPDATES
-from collection_manager.core.requests import ReplicaRemoved, collection_of, validate_request
+from collection_manager.core.requests import collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.drop import CollectionDrop
@@ -27,6 +27,7 @@ from collection_manager.storage.keys import (
     CATALOG,
     CollectionKeys,
     watermark_field,
+    watermark_topic,
 )
 from collection_manager.storage.library import (
     APPLY,
@@ -212,6 +213,15 @@ class RedisStore(StoreReads):
         )
         return -1 if raw is None else int(raw)
 
+    def written_from(self, collection: str, topic: str) -> bool:
+        """Whether requests of ``topic`` were ever applied to ``collection``.
+
+        One ``HKEYS`` of its watermarks, which hold a field per topic partition that wrote
+        it (a few), however many rows it has.
+        """
+        fields = self._client.hkeys(CollectionKeys(collection).applied)
+        return any(watermark_topic(as_text(field)) == topic for field in fields)
+
     def apply(
         self,
         collection: str,
@@ -331,8 +341,7 @@ class RedisStore(StoreReads):
         """Applies one partition's requests (offset order) exactly once; counters per collection.
 
         Appends between deletes are merged and consolidated; requests a previous run
-        applied are left out. Control requests other than ``ReplicaRemoved`` (which fences
-        every collection) do not touch collections.
+        applied are left out. Control requests do not touch collections.
 
         Args:
             validated: the caller already checked every request against the catalog (the
@@ -346,11 +355,8 @@ class RedisStore(StoreReads):
             SchemaError: for a row that does not fit its collection (nothing is written).
             FilterError: for an invalid delete filter (nothing is written).
         """
-        if any(isinstance(request, ReplicaRemoved) for _, request in requests):
-            specs = self.specs()
-        else:
-            named = {c for _, r in requests if (c := collection_of(r)) is not None}
-            specs = {name: self.spec(name) for name in named}
+        named = {c for _, r in requests if (c := collection_of(r)) is not None}
+        specs = {name: self.spec(name) for name in named}
         if not validated:
             for offset, request in requests:
                 try:

@@ -5,9 +5,9 @@ requests exactly as docs/design.md §2-§6 say, with no I/O and no cleverness:
 
 - ``Append``: the fuse first (a fenced epoch is dropped and counted), then the updates.
 - ``Delete``: retract every matching row with its full multiplicity, then record the fence.
-- ``ReplicaAdded``/``Heartbeat``: membership only. ``ReplicaRemoved``: membership, and a
-  fence in every collection (the store keeps fence tables per collection, and the
-  controller's fenced deletes follow anyway; fencing earlier only drops late data sooner).
+- ``ReplicaAdded``/``ReplicaRemoved``/``Heartbeat``: membership only. A removal fences
+  through the controller's fenced deletes, one per collection of its deployment, so a
+  removal never touches another deployment's collections.
 
 Every applied step of a collection (a request, or a merged ``AppendGroup``; a fused append
 too) takes the time ``upper`` and advances ``upper`` by one, so the latest readable time is
@@ -307,8 +307,6 @@ class ModelStore:
             self.membership.added(request.replica_id, request.epoch)
         elif isinstance(request, ReplicaRemoved):
             self.membership.removed(request.replica_id, request.epoch)
-            for collection in self.collections.values():
-                collection.fences.fence(request.replica_id, request.epoch)
         else:
             self.membership.heartbeat(request.replica_id, request.epoch, request.sent_at)
 

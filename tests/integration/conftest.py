@@ -140,9 +140,8 @@ def module_redis(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OwnService]:
     """A Redis of the module's own, for tests that no other test may touch at the same
-    moment (in the other xdist worker): every consumer's retraction timer retracts what is
-    due in every collection of its Redis, by its own clock, and some tests replace what
-    all tests share (the functions library)."""
+    moment (in the other xdist worker): some replace what all tests share (the functions
+    library), or run with the defaults other tests' processes use too (the demo)."""
     server = start_own_service("redis", request, tmp_path_factory.mktemp("module-redis"))
     yield server
     server.stop()

@@ -209,7 +209,7 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
     unique: str,
 ) -> None:
     spec = specs[0]
-    # Its own replica id: other sessions on the same Redis may fence r1 in every collection.
+    # A replica id no other test uses, whose epoch counter this test sets itself.
     r = f"w-{unique[-8:]}"
     redis.set(epoch_key(namespace, r), 1)
     good = [Append(spec.name, r, 1, ((_row(spec, r, i), 1),), 0) for i in range(10)]

@@ -2,8 +2,8 @@
 
 The demo runs its own processes (the consumer, one per agent) on the session's Kafka and a
 Redis of the test's own (given to it as configured ones, so it starts none of its own):
-its removals of replicas r1 to r3 fence them in every collection of its Redis, which would
-fuse other tests' appends of an r1 running beside it;
+it runs with the default namespace and collection names, which other tests' processes may
+use too;
 it must remove one replica, SIGKILL another, and end with Redis holding exactly what the
 surviving agent holds and nothing of the other two.
 """

@@ -16,13 +16,6 @@ from spark_consumers.retraction_timer import RetractionTimer
 from tests.unit.strategies import FRONTIERS
 
 
-@pytest.fixture(scope="module")
-def redis(module_redis_client: redis_lib.Redis) -> redis_lib.Redis:
-    """A Redis of this module's own: a consumer of another test expires what is due, by
-    its clock, in every collection of the Redis it uses (``module_redis``)."""
-    return module_redis_client
-
-
 @pytest.fixture
 def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
     made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")
@@ -42,7 +35,7 @@ def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
     ]
     store.apply_requests("t", 0, list(enumerate(appends)))
     model.apply_all(appends, grouped=True)
-    timer = RetractionTimer(store, expiration_offset_ms=150, clock=lambda: now[0])
+    timer = RetractionTimer(store, expiration_offset_ms=150, topic="t", clock=lambda: now[0])
     timer.start()
     assert (timer.expiration, store.scheduled(spec.name)) == (150, 1)  # only the 100 one
 
@@ -70,6 +63,28 @@ def test_a_collection_dropped_between_the_listing_and_its_schedule_is_passed_ove
         def collections(self) -> list[str]:
             return [spec.name, f"dropped-{spec.name}"]
 
-    timer = RetractionTimer(DroppedMidListing(redis), 0)
+    RedisStore(redis).apply_requests("t", 0, [(0, Append(spec.name, "r1", 1, (), 0))])
+    timer = RetractionTimer(DroppedMidListing(redis), 0, "t")
     timer.start()
     assert timer.prepared == {spec.name}
+
+
+def test_a_collection_no_request_of_the_topic_wrote_is_left_to_its_own_consumer(
+    redis: redis_lib.Redis, spec: CollectionSpec, unique: str
+) -> None:
+    """Another deployment's rows on the same Redis expire by their consumer's clock only:
+    this timer must neither rebuild their schedule nor retract them."""
+    store, ours = RedisStore(redis), dataclasses.replace(spec, name=f"ours-{unique}")
+    store.create_collection(ours)
+    try:
+        for name, topic in ((spec.name, f"theirs-{unique}"), (ours.name, f"ours-{unique}")):
+            row = (("r1", "a", 0, None), 1)
+            store.apply_requests(topic, 0, [(0, Append(name, "r1", 1, (row,), 0, valid_until=5))])
+        timer = RetractionTimer(store, 0, f"ours-{unique}", clock=lambda: 10)
+        timer.start()
+        assert timer.tick() == 1
+        assert timer.prepared == {ours.name}
+        assert store.snapshot(ours.name).rows == {}
+        assert store.snapshot(spec.name).rows == {("r1", "a", 0, None): 1}
+    finally:
+        store.drop_collection(ours.name)

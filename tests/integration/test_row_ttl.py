@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from collection_manager import devservices
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
-from tests.integration.own_services import OwnService
 from tests.support import assert_eventually
 
 TTL_MS = 3_000
@@ -32,12 +32,11 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def redis_url(module_redis: OwnService) -> str:
-    """A Redis of this module's own: a consumer of another test would expire these rows by
-    its own clock (every consumer's timer retracts what is due in every collection of its
-    Redis), while the test says when nothing may expire."""
-    return module_redis.address
+@pytest.fixture
+def redis_url(endpoints: devservices.Endpoints) -> str:
+    """The session's Redis: other tests' consumers beside this one time only their own
+    topics' collections (``test_retraction_timer.py``), so nothing else expires these rows."""
+    return endpoints.redis_url
 
 
 @pytest.fixture

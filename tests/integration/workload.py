@@ -75,23 +75,35 @@ def produce_until(
 def in_kafka_order(kafka: str, topic: str, skip: Collection[bytes] = ()) -> list[Request]:
     """Every request of ``topic``, partition by partition in offset order (but for records
     whose value is in ``skip``: dead letters the test sent on purpose)."""
+    return [
+        request
+        for partition in partitions_in_order(kafka, topic, skip).values()
+        for _, request in partition
+    ]
+
+
+def partitions_in_order(
+    kafka: str, topic: str, skip: Collection[bytes] = ()
+) -> dict[int, list[tuple[int, Request]]]:
+    """Per partition of ``topic`` (it has 4), its ``(offset, request)`` in offset order."""
     consumer = Consumer(
         {"bootstrap.servers": kafka, "group.id": f"{topic}-read", "enable.auto.commit": False}
     )
-    requests: list[Request] = []
+    partitions: dict[int, list[tuple[int, Request]]] = {}
     try:
         for partition in range(4):
+            requests = partitions[partition] = []
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)
             consumer.assign([TopicPartition(topic, partition, low)])
             while low < high:
                 message = consumer.poll(5)
                 assert message is not None and message.error() is None
                 if message.value() not in skip:
-                    requests.append(decode_request(message.value()))
+                    requests.append((message.offset(), decode_request(message.value())))
                 low = message.offset() + 1
     finally:
         consumer.close()
-    return requests
+    return partitions
 
 
 def applying(

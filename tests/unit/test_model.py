@@ -55,11 +55,11 @@ def test_append_then_delete_with_fence_drops_late_data() -> None:
 def test_invalid_retractions_are_counted_and_kept() -> None:
     store = ModelStore(MODEL_SPECS)
     store.apply(_append("r1", 1, (_row("r1"), -1)))
-    store.apply(ReplicaRemoved("r1", 1))
+    store.apply(Delete("frontiers", eq("replica_id", "r1"), "removed", Fence("r1", 1)))
     store.apply(_append("r2", 1, (_row("r2"), -1)))
     store.apply(Append("frontiers", "r1", 2, ((_row("r1", 1), -1),), produced_at=0))
     frontiers = store.collection("frontiers")
-    assert frontiers.state.negative_rows() == {_row("r1"): -1, _row("r2"): -1, _row("r1", 1): -1}
+    assert frontiers.state.negative_rows() == {_row("r2"): -1, _row("r1", 1): -1}
     assert frontiers.counters.invalid_retractions == 2  # r1 before its fence, and r2
     assert frontiers.counters.fenced_invalid_retractions == 1
     # A delete retracts negative rows too: afterwards they are gone.
@@ -67,13 +67,13 @@ def test_invalid_retractions_are_counted_and_kept() -> None:
     assert frontiers.state.rows() == {}
 
 
-def test_control_requests_track_membership_and_fence_every_collection() -> None:
+def test_control_requests_track_membership_and_touch_no_collection() -> None:
     store = ModelStore(MODEL_SPECS)
     store.apply(ReplicaAdded("r1", 1))
     store.apply(Heartbeat("r1", 1, 50))
     store.apply(ReplicaRemoved("r1", 1))
     assert store.membership.live() == {}
-    assert all(c.fences.is_fenced("r1", 1) for c in store.collections.values())
+    assert not any(c.fences.is_fenced("r1", 1) for c in store.collections.values())
     assert store.control_requests == 3
     assert store.collection("frontiers").upper == 1  # control requests write nothing
 
@@ -186,8 +186,6 @@ class _Fences:
         fences: list[tuple[str, str, int]] = []
         if isinstance(request, Delete) and request.fence is not None:
             fences = [(request.collection, request.fence.replica_id, request.fence.epoch)]
-        elif isinstance(request, ReplicaRemoved):
-            fences = [(s.name, request.replica_id, request.epoch) for s in MODEL_SPECS]
         for name, replica, epoch in fences:
             self.dead[(name, replica)] = max(epoch, self.dead.get((name, replica), 0))
 
