@@ -9,6 +9,8 @@ from typing import Any
 from collection_manager import devservices
 from collection_manager.cli.output import print_json, print_table
 from collection_manager.config import InfraConfig, from_env, redact_url
+from collection_manager.devservices import UNIDENTIFIED
+from collection_manager.devservices.processes import GONE, REPLACED, STILL_RUNNING, STOPPED
 
 
 def register(commands: Any) -> None:
@@ -47,9 +49,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"started: {started} (stop with: collection-manager infra down)")
         return 0
     if args.action == "down":
-        stopped = devservices.down(config)
-        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
-        return 0
+        return _report_down(devservices.down(config))
     # A configured URL may hold a password: never print it.
     statuses = [
         dataclasses.replace(r, address=redact_url(r.address)) for r in devservices.status(config)
@@ -63,3 +63,25 @@ def run(args: argparse.Namespace) -> int:
         ]
         print_table("services", ["service", "source", "address", "pid", "answers", "log"], rows)
     return 0
+
+
+# What ``infra down`` says of a recorded service it did not stop.
+_NOT_STOPPED = {
+    GONE: "{name} (pid {pid}) was not running any more; its record is removed",
+    REPLACED: "{name} was not running any more: pid {pid} is another process now, which "
+    "was not signalled; the record is removed",
+    STILL_RUNNING: "{name} (pid {pid}) did not exit after SIGKILL; it stays recorded",
+    UNIDENTIFIED: "{name}: pid {pid} was recorded by an older version without its start "
+    "time, so it cannot be told from a process that reused the pid; it was not signalled "
+    "and stays recorded: stop it by pid if it is {name}, then run `infra down` again",
+}
+
+
+def _report_down(stops: list[devservices.Stop]) -> int:
+    stopped = [f"{s.name} (pid {s.pid})" for s in stops if s.outcome == STOPPED]
+    print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    for stop in stops:
+        if stop.outcome != STOPPED:
+            print(_NOT_STOPPED[stop.outcome].format(name=stop.name, pid=stop.pid))
+    # A service that may still run is a failure to stop it: scripts must notice.
+    return 1 if any(s.outcome in (STILL_RUNNING, UNIDENTIFIED) for s in stops) else 0

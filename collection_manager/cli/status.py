@@ -19,6 +19,7 @@ from collection_manager.cli.output import CREATE_HINT, TableView, add_format_opt
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.devservices.services import load_services
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.kafka.security import from_environment
 from collection_manager.storage.client import redis_client
@@ -136,6 +137,16 @@ def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
     return {key: int(offset) for key, offset in read.items()}
 
 
+# Why the lag is unknown, per state of Kafka other than reachable.
+_KAFKA_DETAILS = {
+    "unreachable": "Kafka does not answer",
+    "not running": "the local Kafka that `collection-manager infra up` started is not "
+    "running; `infra up` starts it again",
+    "not configured": "no Kafka: set CM_KAFKA_BOOTSTRAP, or start one with "
+    "`collection-manager infra up`",
+}
+
+
 def consumer_summary(
     raw: Mapping[str, str],
     lag_now: Mapping[str, int] | None = None,
@@ -148,8 +159,9 @@ def consumer_summary(
     Args:
         lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
             answered; None when it was not asked (the lag of the last batch is shown).
-        kafka: ``reachable``, ``unreachable`` or ``not configured``; the lag is unknown
-            (null) unless Kafka is reachable.
+        kafka: ``reachable``, ``unreachable``, ``not running`` (the local broker ``infra
+            up`` started is gone) or ``not configured``; the lag is unknown (null) unless
+            Kafka is reachable, and ``kafka_detail`` says why.
     """
     progress = _json_object(raw.get("progress"))
     health = _json_object(raw.get("health"))
@@ -162,6 +174,7 @@ def consumer_summary(
         "retries": int(health.get("retries", 0)),
         "outage_cause": health.get("cause") or None,
         "kafka": kafka,
+        "kafka_detail": None if known else _KAFKA_DETAILS.get(kafka, kafka),
         **{name: int(raw.get(name, 0)) for name in _TOTALS},
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
         "last_batch_id": progress.get("batch_id"),
@@ -252,7 +265,7 @@ def status_tables(
             _state(consumer),
             *(consumer[name] for name in _TOTALS),
             None if rate is None else round(rate),
-            f"unknown (Kafka {consumer['kafka']})" if lag is None else lag,
+            f"unknown: {consumer['kafka_detail']}" if lag is None else lag,
             consumer["last_progress_at"],
         )
         columns = [
@@ -364,7 +377,8 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Prints the consumer's progress and lag, the dead letters it could not publish, and
     each collection's counters. Needs only Redis: with Kafka down the lag is unknown."""
-    endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
+    infra = from_env(InfraConfig)
+    endpoints = devservices.running(infra, needs=("redis",))
     store = RedisStore.connect(endpoints.redis_url)
     topic = args.topic or from_env(ConsumerConfig).topic
     client = redis_client(endpoints.redis_url, decode_responses=True)
@@ -377,6 +391,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         client.close()
     live, kafka = None, "not configured"
+    if not endpoints.kafka_bootstrap and "kafka" in load_services(infra.services_file):
+        kafka = "not running"
     if endpoints.kafka_bootstrap:
         try:
             live, kafka = lag_now(endpoints.kafka_bootstrap, read_offsets_of(raw)), "reachable"

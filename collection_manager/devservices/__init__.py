@@ -2,7 +2,8 @@
 
 ``up`` uses ``CM_KAFKA_BOOTSTRAP`` / ``CM_REDIS_URL`` when set and starts nothing for them;
 otherwise it reuses the services a previous ``up`` recorded (when they still answer) or
-starts new ones on loopback. ``down`` stops exactly the recorded pids.
+starts new ones on loopback. ``down`` stops exactly the recorded processes, each known by
+its pid and start time, so a pid reused by another process is never signalled.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from collection_manager.config import InfraConfig
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.kafka_broker import kafka_answers, start_kafka
 from collection_manager.devservices.processes import (
+    GONE,
+    STILL_RUNNING,
     cmdline_contains,
     interrupts_deferred,
     pid_alive,
-    stop_pid,
+    start_time,
+    stop_recorded,
     wait_until_ready,
 )
 from collection_manager.devservices.redis_server import redis_answers, start_redis
@@ -72,7 +76,9 @@ def _configured(config: InfraConfig, name: str) -> str | None:
 
 
 def _running(service: Service) -> bool:
-    return pid_alive(service.pid) and cmdline_contains(service.pid, service.marker)
+    if service.started is None:  # recorded by an older version: known by its command line
+        return pid_alive(service.pid) and cmdline_contains(service.pid, service.marker)
+    return start_time(service.pid) == service.started
 
 
 def up(config: InfraConfig) -> Endpoints:
@@ -162,20 +168,46 @@ def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) ->
     return Endpoints(addresses["kafka"], addresses["redis"])
 
 
-def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[str]:
-    """Stops the recorded local services among ``names``; returns those it stopped."""
-    stopped = []
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """What ``down`` did with one recorded service: ``outcome`` is one of ``STOPPED``,
+    ``GONE``, ``REPLACED``, ``STILL_RUNNING`` (``processes.py``) or ``UNIDENTIFIED``."""
+
+    name: str
+    pid: int
+    outcome: str
+
+
+# A record made before start times were recorded, whose pid runs a process that mentions
+# its marker: maybe the service, maybe not; it is neither signalled nor forgotten.
+UNIDENTIFIED = "unidentified"
+
+
+def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[Stop]:
+    """Stops the recorded local services among ``names``, each only if its pid still
+    names the process that was started (pid and start time); one per recorded service.
+
+    A record is dropped once its process is gone (stopped, or found gone or replaced by
+    another process), and kept while the process may still run.
+    """
+    stops = []
     # A Ctrl-C waits until the stops are done and recorded: one cut short would leave a
     # record of a service on its way out, or a service without one.
     with _locked(config), interrupts_deferred():
         recorded = load_services(config.services_file)
         for name in names:
-            service = recorded.pop(name, None)
-            if service and _running(service):
-                stop_pid(service.pid)
-                stopped.append(name)
-            save_services(config.services_file, recorded)
-    return stopped
+            service = recorded.get(name)
+            if service is None:
+                continue
+            if service.started is not None:
+                outcome = stop_recorded(service.pid, service.started)
+            else:
+                outcome = UNIDENTIFIED if _running(service) else GONE
+            stops.append(Stop(name, service.pid, outcome))
+            if outcome not in (STILL_RUNNING, UNIDENTIFIED):
+                del recorded[name]
+                save_services(config.services_file, recorded)
+    return stops
 
 
 def status(config: InfraConfig) -> list[ServiceStatus]:

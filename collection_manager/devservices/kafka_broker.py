@@ -18,6 +18,7 @@ from collection_manager.devservices.processes import (
     accepts_connections,
     choose_port,
     start_process,
+    start_time,
     wait_until_ready,
 )
 from collection_manager.devservices.services import Service
@@ -219,7 +220,7 @@ def start_kafka(
     address = f"{LOOPBACK}:{port}"
 
     def service(pid: int) -> Service:
-        return Service(name="kafka", pid=pid, address=address, log=str(log_path), marker=str(props))
+        return Service("kafka", pid, address, str(log_path), str(props), start_time(pid))
 
     pid = start_process(cmd, log_path, cwd=home, record=lambda pid: record(service(pid)))
     logger.info("started Kafka (pid %d) on %s; log %s", pid, address, log_path)

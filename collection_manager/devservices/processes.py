@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -144,6 +145,52 @@ def pid_alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22), or
+    None when no live process has that pid. With the pid it names one process for sure: a
+    pid the kernel hands out again comes with a later start time."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # fields[0] is field 3 (the state); a zombie has exited and only waits to be reaped.
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+# What became of a recorded process when it was to be stopped (``stop_recorded``).
+STOPPED, GONE, REPLACED, STILL_RUNNING = "stopped", "gone", "replaced", "still running"
+
+
+def stop_recorded(pid: int, started: int, grace_s: float = 15.0) -> str:
+    """Stops ``pid`` only if it is still the process that started at ``started``.
+
+    SIGTERM, then SIGKILL after ``grace_s``, both through a pidfd: it stays bound to the
+    process it was opened for, so no signal reaches a process that took the pid over
+    meanwhile. Returns ``STOPPED``; ``GONE`` (no such process) or ``REPLACED`` (another
+    process holds the pid now), when nothing was signalled; or ``STILL_RUNNING`` when it
+    outlived SIGKILL too (a process stuck in the kernel).
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return GONE
+    try:
+        # Checked after the pidfd is open: the pidfd names the process the check saw.
+        now = start_time(pid)
+        if now != started:
+            return GONE if now is None else REPLACED
+        for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signum)
+            if select.select([pidfd], [], [], wait_s)[0]:  # readable once it exited
+                _reap(pid)
+                return STOPPED
+        return STILL_RUNNING
+    finally:
+        os.close(pidfd)
 
 
 def cmdline_contains(pid: int, marker: str) -> bool:

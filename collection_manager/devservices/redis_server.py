@@ -15,6 +15,7 @@ from collection_manager.devservices.processes import (
     LOOPBACK,
     choose_port,
     start_process,
+    start_time,
     wait_until_ready,
 )
 from collection_manager.devservices.services import Service
@@ -79,7 +80,7 @@ def start_redis(config: InfraConfig, record: Callable[[Service], None] = _nothin
     def service(pid: int) -> Service:
         # redis-server rewrites its command line to "path host:port": match that.
         marker = f"{LOOPBACK}:{port}"
-        return Service(name="redis", pid=pid, address=url, log=str(log_path), marker=marker)
+        return Service("redis", pid, url, str(log_path), marker, start_time(pid))
 
     pid = start_process(cmd, log_path, cwd=home, record=lambda pid: record(service(pid)))
     logger.info("started Redis (pid %d) at %s; log %s", pid, url, log_path)

@@ -16,8 +16,10 @@ class Service:
         pid: the process to stop.
         address: bootstrap servers or Redis URL.
         log: path of its log file.
-        marker: a string on its command line, checked before stopping so a reused pid is
-            never killed.
+        marker: a string on its command line (a record made before ``started`` existed
+            is identified by it, but never signalled).
+        started: its start time in clock ticks since boot (``processes.start_time``):
+            with the pid, what identifies it for sure before it is signalled.
     """
 
     name: str
@@ -25,6 +27,7 @@ class Service:
     address: str
     log: str
     marker: str
+    started: int | None = None
 
 
 def load_services(path: Path) -> dict[str, Service]:

@@ -8,6 +8,8 @@ ids, so it can run beside other tests on the same services; the shared consumer 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +21,12 @@ from confluent_kafka import Producer
 from collection_manager import devservices
 from collection_manager.cli.main import main
 from collection_manager.cli.status import collection_infos
-from collection_manager.config import ReplicaConfig
+from collection_manager.config import InfraConfig, ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.devservices.services import Service, save_services
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore, wall_clock_ms
 from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
@@ -250,6 +253,27 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
     lag_rows, other_rows = cells(out, f"│ {topic} "), cells(out, f"│ other-{topic} ")
     assert (lag_rows, other_rows) == ([[topic, "0", "4"]], [[f"other-{topic}"]])
     assert any(line.startswith(f"│ {collection} ") for line in lines)
+
+
+def test_status_says_the_local_kafka_is_not_running_when_its_process_is_gone(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cli_env: str,
+    consumer_record: str,
+) -> None:
+    """``infra up`` recorded a broker, which has stopped since: the lag is unknown, and
+    status says that this broker is not running, not that none is configured."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    state = tmp_path / "services-state"
+    broker = Service("kafka", gone.pid, "127.0.0.1:9", "log", "server.properties", 1)
+    save_services(InfraConfig(state_dir=state).services_file, {"kafka": broker})
+    monkeypatch.delenv("CM_KAFKA_BOOTSTRAP")
+    monkeypatch.setenv("CM_STATE_DIR", str(state))
+    consumer = run_json(capsys, "status", "--topic", consumer_record)["consumer"]
+    assert (consumer["kafka"], consumer["lag_total"]) == ("not running", None)
+    assert "`infra up` starts it again" in consumer["kafka_detail"]
 
 
 def test_replicas_lists_members(

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from collection_manager.cli.main import main
 from collection_manager.config import InfraConfig
 from collection_manager.core.errors import InfrastructureError
-from collection_manager.devservices import down, maven, redis_server, status
+from collection_manager.devservices import UNIDENTIFIED, Stop, down, maven, redis_server, status
 from collection_manager.devservices.processes import (
+    GONE,
     LOOPBACK,
     choose_port,
+    cmdline_contains,
     pid_alive,
     start_process,
+    start_time,
     stop_pid,
     wait_until_ready,
 )
 from collection_manager.devservices.services import Service, load_services, save_services
+from tests.support import assert_eventually
 
 
 def test_a_taken_port_is_named(tmp_path: Path) -> None:
@@ -62,17 +68,80 @@ def test_stop_escalates_to_sigkill(tmp_path: Path) -> None:
     assert not pid_alive(pid)
 
 
-def test_down_never_kills_a_reused_pid(tmp_path: Path) -> None:
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """An unrelated process that mentions a service's file on its command line, as an
+    editor or ``tail -f`` of it would: what a recorded pid may name after reuse."""
+    props = tmp_path / "server.properties"
+    props.write_text("")
+    code = "import sys, time; time.sleep(60)"
+    pid = start_process([sys.executable, "-c", code, str(props)], tmp_path / "holder.log")
+    # Until it has exec'd, the child still has this process's command line.
+    assert_eventually(lambda: cmdline_contains(pid, str(props)), timeout=10, interval=0.01)
+    yield pid, props
+    stop_pid(pid)
+
+
+def _record(config: InfraConfig, pid: int, marker: Path, started: int | None) -> None:
+    kafka = Service("kafka", pid, "127.0.0.1:9", "log", str(marker), started)
+    save_services(config.services_file, {"kafka": kafka})
+
+
+def test_down_never_signals_a_reused_pid_that_mentions_the_services_file(
+    tmp_path: Path,
+    holder: tuple[int, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pid, props = holder
     config = InfraConfig(state_dir=tmp_path)
-    pid = start_process([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "log")
-    try:
-        stale = Service("redis", pid, "redis://x", "log", marker="/not/on/its/command/line")
-        save_services(config.services_file, {"redis": stale})
-        assert down(config) == []
-        assert pid_alive(pid)
-        assert load_services(config.services_file) == {}
-    finally:
-        stop_pid(pid)
+    started = start_time(pid)
+    assert started is not None
+    # The broker that had this pid started earlier than the process holding it now.
+    _record(config, pid, props, started - 1)
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    assert main(["infra", "down"]) == 0
+    assert capsys.readouterr().out == (
+        "stopped: nothing was running\n"
+        f"kafka was not running any more: pid {pid} is another process now, which was not "
+        "signalled; the record is removed\n"
+    )
+    assert pid_alive(pid)
+    assert load_services(config.services_file) == {}
+    assert next((r.name, r.source) for r in status(config)) == ("kafka", "not running")
+
+
+def test_down_stops_the_recorded_process_and_says_which(
+    tmp_path: Path,
+    holder: tuple[int, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pid, props = holder
+    config = InfraConfig(state_dir=tmp_path)
+    _record(config, pid, props, start_time(pid))
+    assert next((r.name, r.source, r.pid) for r in status(config)) == ("kafka", "local", pid)
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    assert main(["infra", "down"]) == 0
+    assert capsys.readouterr().out == f"stopped: kafka (pid {pid})\n"
+    assert not pid_alive(pid)
+    assert load_services(config.services_file) == {}
+
+
+def test_a_record_without_a_start_time_is_neither_signalled_nor_forgotten(
+    tmp_path: Path, holder: tuple[int, Path]
+) -> None:
+    """A record an older version wrote: the command line alone cannot tell the service
+    from a process that reused its pid and mentions the same file."""
+    pid, props = holder
+    config = InfraConfig(state_dir=tmp_path)
+    _record(config, pid, props, None)
+    assert down(config) == [Stop("kafka", pid, UNIDENTIFIED)]
+    assert pid_alive(pid)
+    assert set(load_services(config.services_file)) == {"kafka"}
+    stop_pid(pid)
+    assert down(config) == [Stop("kafka", pid, GONE)]
+    assert load_services(config.services_file) == {}
 
 
 def test_status_without_services_says_not_running(tmp_path: Path) -> None:

@@ -253,6 +253,7 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "retries": 0,
         "outage_cause": None,
         "kafka": "reachable",
+        "kafka_detail": None,
         "batches": 0,
         "dead_letters": 0,
         "control_requests": 0,
@@ -274,7 +275,21 @@ def test_with_kafka_unreachable_the_lag_is_unknown_not_stale() -> None:
     summary = consumer_summary(raw, None, kafka="unreachable")
     assert (summary["kafka"], summary["lag_total"], summary["lag"]) == ("unreachable", None, None)
     consumer, _collections = status_tables(summary, [], recorded=True)
-    assert consumer.rows[0][5] == "unknown (Kafka unreachable)"
+    assert consumer.rows[0][5] == "unknown: Kafka does not answer"
+
+
+@pytest.mark.parametrize(
+    ("kafka", "why"),
+    [
+        ("not running", "the local Kafka that `collection-manager infra up` started is not"),
+        ("not configured", "no Kafka: set CM_KAFKA_BOOTSTRAP, or start one with"),
+    ],
+)
+def test_an_unknown_lag_says_why(kafka: str, why: str) -> None:
+    summary = consumer_summary({"batches": "1"}, None, kafka=kafka)
+    consumer, _collections = status_tables(summary, [], recorded=True)
+    assert summary["kafka_detail"].startswith(why)
+    assert consumer.rows[0][5].startswith(f"unknown: {why}")
 
 
 def test_an_outage_shows_as_the_consumer_state() -> None:
