@@ -29,8 +29,9 @@ from collection_manager.core.specs import Row
 Source = tuple[str, int, int | None, int | None]
 
 
-def consolidate(updates: Iterable[Update], keep_zero: bool = False) -> list[Update]:
-    """Sums the diffs per row and drops zero sums (keeps them with ``keep_zero``).
+def consolidate(updates: Iterable[Update]) -> list[Update]:
+    """Sums the diffs per row. Zero sums stay: the rows were named, and the last append
+    that names a row decides its TTL (docs/design.md §8); they write nothing.
 
     Returns:
         ``(row, total)`` pairs, each row once, in order of first appearance (so the result
@@ -39,7 +40,7 @@ def consolidate(updates: Iterable[Update], keep_zero: bool = False) -> list[Upda
     totals: dict[Row, int] = {}
     for row, diff in updates:
         totals[row] = totals.get(row, 0) + diff
-    return [(row, total) for row, total in totals.items() if total != 0 or keep_zero]
+    return list(totals.items())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +52,9 @@ class SourceUpdates:
         epoch: its incarnation; the fuse drops the whole part when it is fenced.
         valid_until: the appends' ``valid_until`` (all equal within a part).
         ttl_ms: the appends' ``ttl_ms`` (all equal within a part).
-        updates: consolidated: each row once, no zero diff unless the part has a TTL (an
-            append with a TTL refreshes the expiry of every row it names, docs/design.md §8).
+        updates: consolidated: each row once, zero sums included (an append with a TTL
+            refreshes the expiry of every row it names, one without a TTL ends it,
+            docs/design.md §8).
         requests: how many appends the part merges.
     """
 
@@ -163,7 +165,7 @@ class _OpenGroup:
         parts = tuple(
             SourceUpdates(
                 *source,
-                tuple(consolidate(updates, keep_zero=_ttl(source) is not None)),
+                tuple(consolidate(updates)),
                 self.counts[source],
             )
             for source, updates in self.raw.items()

@@ -319,6 +319,11 @@ local function open_collection(keys, args)
     end
   end
 
+  -- An append without a TTL named the row: it no longer expires.
+  function c.expire_never(row)
+    if any_expiry then redis.call('ZREM', expiries, row) end
+  end
+
   -- Whether no row can leave the numeric domain by `total` more of |multiplicity|: then
   -- an apply need not read each row's multiplicity before it writes.
   function c.within_bound(total)

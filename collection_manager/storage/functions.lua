@@ -117,8 +117,9 @@ end
 
 -- Appends merged between deletes: one time for all; the fuse decides per part. A part's
 -- rows are the argument args[part.a], joined by newlines, in the order of its diffs d. A
--- part with a TTL (t, ms) names rows with a zero diff too: they are not written, but
--- every row it names that is in the collection expires at now + t (docs/design.md §8).
+-- part names rows with a zero diff too: they are not written, but every row a part with a
+-- TTL (t, ms) names that is in the collection expires at now + t, and every row a part
+-- without one names expires no more (docs/design.md §8).
 local function append(c, args, time, op)
   local fences, add, add_validity, counts = c.keys.fences, c.add, c.validity.add, c.counts
   for _, part in ipairs(op.p) do
@@ -141,7 +142,7 @@ local function append(c, args, time, op)
           if part.v then add_validity(part.v, row, diff) end
           counts.updates = counts.updates + 1
         end
-        if expires_at then c.expire_at(row, expires_at) end
+        if expires_at then c.expire_at(row, expires_at) else c.expire_never(row) end
       end
     end
     counts.requests = counts.requests + part.n

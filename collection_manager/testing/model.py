@@ -159,11 +159,13 @@ class CollectionModel:
         self.counters.updates += self._write(time, written).written
         if valid_until is not None:
             self.validity.add(valid_until, written)
-        if ttl_ms is not None:
-            # Every row it names that is in the collection now expires ttl_ms from now.
-            for row, _ in updates:
-                if self.state.multiplicity(row) != 0:
-                    self.expiries[row] = now_ms + ttl_ms
+        # The last append that names a row decides its TTL: every row it names that is in
+        # the collection now expires ttl_ms from now, or, without a TTL, never.
+        for row, _ in updates:
+            if ttl_ms is None:
+                self.expiries.pop(row, None)
+            elif self.state.multiplicity(row) != 0:
+                self.expiries[row] = now_ms + ttl_ms
         return True
 
     def overflows(self, parts: Iterable[tuple[str, int, Sequence[Update]]]) -> bool:

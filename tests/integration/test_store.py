@@ -36,6 +36,14 @@ def append(
     return AppendOp(first, last, [part])
 
 
+@pytest.fixture(scope="module")
+def redis(module_redis_client: redis_lib.Redis) -> redis_lib.Redis:
+    """A Redis of this module's own: ``test_indexed_delete_touches_only_matching_rows``
+    counts the server's commands, and other tests' consumers beside it list catalogs and
+    watermarks (HKEYS) all the time."""
+    return module_redis_client
+
+
 @pytest.fixture
 def store(redis: redis_lib.Redis) -> RedisStore:
     return RedisStore(redis, chunk_updates=50)

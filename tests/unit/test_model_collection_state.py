@@ -21,8 +21,10 @@ A, B, C = ("r1", 1), ("r1", 2), ("r2", 1)
 COLUMNS = ["replica_id", "n"]
 
 
-def test_consolidate_sums_drops_zeros_and_keeps_first_appearance_order() -> None:
-    assert consolidate([(B, 1), (A, 2), (B, -1), (C, 0), (A, 1), (C, -3)]) == [(A, 3), (C, -3)]
+def test_consolidate_sums_keeps_zeros_and_first_appearance_order() -> None:
+    # Zero sums stay: the rows were named, which decides their TTL (docs/design.md §8).
+    updates = [(B, 1), (A, 2), (B, -1), (C, 0), (A, 1), (C, -3)]
+    assert consolidate(updates) == [(B, 0), (A, 3), (C, -3)]
     assert consolidate([]) == []
 
 
@@ -41,7 +43,7 @@ def test_consolidated_updates_have_the_same_effect(updates: list[Update]) -> Non
     totals: Counter[object] = Counter()
     for row, diff in updates:
         totals[row] += diff
-    assert dict(consolidated) == {row: t for row, t in totals.items() if t}
+    assert dict(consolidated) == dict(totals)
 
 
 def test_state_keeps_negative_multiplicities_and_counts_them() -> None:

@@ -42,7 +42,9 @@ def test_appends_between_deletes_merge_per_source() -> None:
             0,
             3,
             (
-                SourceUpdates("r1", 1, None, None, ((ROW2, 1),), 2),
+                # ROW1's diffs cancel: it stays as a zero diff, which writes nothing but
+                # ends any TTL of ROW1, as the last append naming it would.
+                SourceUpdates("r1", 1, None, None, ((ROW1, 0), (ROW2, 1)), 2),
                 SourceUpdates("r2", 1, None, None, ((ROW2, 1),), 1),
             ),
         ),
