@@ -123,12 +123,15 @@ def _stop_services(infra_config: InfraConfig, services: dict[str, Any]) -> None:
 def endpoints(
     infra_config: InfraConfig, run_dir: Path, request: pytest.FixtureRequest
 ) -> Iterator[devservices.Endpoints]:
-    """Kafka and Redis, started once per run and shared by every worker."""
-    if services_kind() == "containers":
+    """Kafka and Redis, started once per run and shared by every worker; local processes
+    are shared with runs that overlap too (they are recorded in the state directory, where
+    ``infra up`` finds them, so one run must not stop them under the other)."""
+    containers = services_kind() == "containers"
+    if containers:
         request.getfixturevalue("docker_engine")
     with shared_lib.shared(
-        "services",
-        run_dir,
+        "test-services",  # not services.json, the record of `infra up` beside it
+        run_dir if containers else infra_config.state_dir,
         lambda: _start_services(infra_config),
         lambda services: _stop_services(infra_config, services),
     ) as services:

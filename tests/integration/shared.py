@@ -4,9 +4,11 @@ Each worker is a pytest session of its own, so a session fixture alone would sta
 Redis or the Docker engine once per worker, and the first worker to finish would stop
 them under the other. Here the first process that needs a service starts it, every
 process that uses it is recorded, and the last one to let it go stops it. The record is a
-file under a file lock: in the run's own temporary directory for Kafka and Redis, in the
-engine's state directory for the Docker engine (runs that overlap, such as
-``make test-images`` beside ``make test-processes``, use the one engine). Without xdist
+file under a file lock: in the run's own temporary directory for Kafka and Redis in
+containers; in the state directory for local Kafka and Redis processes (which ``infra
+up`` records there, so runs that overlap use the same ones) and for the Docker engine
+(runs that overlap, such as ``make test-images`` beside ``make test-processes``, use the
+one engine). Without xdist
 there is one user and this is a plain session fixture.
 """
 
