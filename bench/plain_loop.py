@@ -99,7 +99,7 @@ def _apply_batch(
         decoded = decode_records(records, specs, settings.max_request_bytes)
         # The consumer's epoch check, one round trip per partition (docs/design.md §6).
         replicas = claimed_replicas(r for _, r in decoded.requests)
-        decoded = refuse_unissued(decoded, records, issued.highest(replicas))
+        decoded = refuse_unissued(decoded, records, issued.authority(replicas))
         decoded_at = time.perf_counter()
         dead = send_dead_letters(
             dead_letters, ledger, settings.dead_letter_topic, decoded.dead_letters

@@ -202,8 +202,9 @@ class PartitionApplier:
         topic, partition = records[0].topic, records[0].partition
         decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
         # One round trip for the replicas this chunk names, not one per request.
-        issued = _issued(self.settings).highest(claimed_replicas(r for _, r in decoded.requests))
-        decoded = refuse_unissued(decoded, records, issued)
+        replicas = claimed_replicas(r for _, r in decoded.requests)
+        authority = _issued(self.settings).authority(replicas)
+        decoded = refuse_unissued(decoded, records, authority)
         # Before the apply, and never raising for a delivery: a dead letter is published
         # or recorded as unpublished, once, and the partition moves on either way.
         dead_letters = send_dead_letters(
@@ -225,6 +226,7 @@ class PartitionApplier:
         # After the apply: the controller renews leases from these heartbeats and measures
         # them in the log time of the ticks among them (idempotent).
         seen_at = int(time.time() * 1000)
+        issued = {replica: epochs.highest for replica, epochs in authority.issued.items()}
         _replica_record(self.settings).record(topic, partition, decoded.requests, seen_at, issued)
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]

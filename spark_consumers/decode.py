@@ -2,12 +2,13 @@
 
 A record that does not decode, uses an unknown schema, is too large, breaks the name rule,
 names an unknown collection, holds a row that does not fit its schema or an invalid
-filter, sets ``ttl_ms``, or claims an epoch the controller never issued becomes a dead
-letter with a reason; the valid records around it keep their order.
+filter, sets ``ttl_ms``, claims an epoch the controller never issued, or comes from a
+collected incarnation becomes a dead letter with a reason; the valid records around it
+keep their order.
 
 Two steps, both pure: :func:`decode_records` needs only the catalog; the applier then
-reads the issued epochs of the replicas the requests name (one round trip per partition
-chunk) and :func:`refuse_unissued` moves requests above them to the dead letters.
+reads the epoch authority of the replicas the requests name (one round trip per partition
+chunk) and :func:`refuse_unissued` moves the requests it refuses to the dead letters.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from collection_manager.core.epochs import check_issued
+from collection_manager.core.epochs import EpochAuthority, check_issued
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.requests import Request, validate_request
 from collection_manager.core.specs import CollectionSpec
@@ -81,20 +82,20 @@ def decode_records(
 
 
 def refuse_unissued(
-    decoded: Decoded, records: Iterable[KafkaRecord], issued: Mapping[str, int]
+    decoded: Decoded, records: Iterable[KafkaRecord], authority: EpochAuthority
 ) -> Decoded:
-    """``decoded`` without the requests claiming epochs above ``issued`` (now dead letters).
+    """``decoded`` without the requests ``authority`` refuses (now dead letters).
 
     Args:
         decoded: what :func:`decode_records` made of ``records``.
         records: the partition's records, for the dead letters' original bytes.
-        issued: replica id -> highest epoch the controller issued (``core/epochs.py``).
+        authority: the epochs the controller issued (``core/epochs.py``).
     """
     by_offset = {record.offset: record for record in records}
     out = Decoded(dead_letters=list(decoded.dead_letters))
     for offset, request in decoded.requests:
         try:
-            check_issued(request, issued)
+            check_issued(request, authority)
         except CollectionManagerError as exc:
             out.dead_letters.append(DeadLetter(by_offset[offset], type(exc).__name__, str(exc)))
         else:

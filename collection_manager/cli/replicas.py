@@ -15,6 +15,7 @@ from collection_manager import devservices
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
+from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
 
 if TYPE_CHECKING:
@@ -46,6 +47,11 @@ def register(commands: Any) -> None:
 
     listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
     add_format_option(listing, {"replicas": replicas_json(EXAMPLE_REPLICAS)})
+    listing.add_argument(
+        "--all",
+        action="store_true",
+        help="also the removed replicas still within the retention (CM_REPLICA_RETENTION_MS)",
+    )
     listing.set_defaults(run=run_replicas)
 
     controller = commands.add_parser("controller", help="run the controller's lease loop")
@@ -183,7 +189,7 @@ def replicas_table(rows: Sequence[ReplicaStatus], now_ms: int) -> TableView:
         )
         for r in rows
     ]
-    empty = "no replicas yet; start one with `collection-manager replica run --id r1`"
+    empty = "no live replicas; start one with `collection-manager replica run --id r1`"
     return TableView(plural(len(rows), "replica"), columns, cells, empty, null="-")
 
 
@@ -194,10 +200,11 @@ EXAMPLE_REPLICAS = [
 
 
 def run_replicas(args: argparse.Namespace) -> int:
-    """Prints every replica with its epoch, state, lease expiry and last heartbeat."""
+    """Prints the live replicas (with ``--all`` the removed ones the retention keeps too),
+    each with its epoch, state, lease expiry and last heartbeat."""
     controller = _controller(devservices.running(from_env(InfraConfig), needs=("redis",)))
     try:
-        rows = controller.replicas()
+        rows = [r for r in controller.replicas() if args.all or r.state != REMOVED]
     finally:
         controller.close()
     show(args.format, replicas_json(rows), replicas_table(rows, now_ms()))

@@ -264,6 +264,12 @@ class ReplicaConfig:
     collection_suffix: str = setting(
         "", "Appended to the introspection collections' names (tests use their own copies)."
     )
+    replica_retention_ms: int = setting(
+        7 * 24 * 3600 * 1000,
+        "A removed replica's control state (its issued epochs, member record, sighting and "
+        "fences) is deleted this long after its removal (wall clock); its late requests are "
+        "dead letters from then on. Default 7 days, at least 1 ms.",
+    )
     replica_namespace: str = setting(
         "cm:replicas",
         "Prefix of every replica key in Redis (epoch counters, members, leases, sightings, "

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import redis
 
 from collection_manager.config import ReplicaConfig
+from collection_manager.config.errors import ConfigError
 from collection_manager.control.errors import ControllerError
 from collection_manager.control.leases import Beat, Lease, LeaseTable
 from collection_manager.control.members import (
@@ -39,6 +40,7 @@ from collection_manager.core.requests import Delete, Fence, ReplicaAdded, Replic
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
 from schemas.codec import encode_request
 from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
@@ -78,6 +80,11 @@ class Controller:
         collections: Sequence[str] | None = None,
     ) -> None:
         self.config = config or ReplicaConfig()
+        if self.config.replica_retention_ms < 1:
+            raise ConfigError(
+                f"CM_REPLICA_RETENTION_MS must be at least 1 ms, "
+                f"not {self.config.replica_retention_ms}"
+            )
         self.topic = topic
         self.collections = tuple(
             collections
@@ -85,6 +92,7 @@ class Controller:
             else (name + self.config.collection_suffix for name in INTROSPECTION_COLLECTIONS)
         )
         self._producer = producer
+        self._client = client
         self._members = MemberRecord(client, self.config.replica_namespace)
         self._sightings = ReplicaRecord(client, self.config.replica_namespace)
         self._leases = LeaseTable(self.config.replica_ttl_ms)
@@ -206,8 +214,29 @@ class Controller:
             beats, partitions = _beats(snapshot, active)
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
             removed = self._remove_expired(snapshot.log_times)
+            self._collect(members.values())
             self._ticker.tick(at)
             return removed
+
+    def _collect(self, members: Iterable[Member]) -> None:
+        """Deletes the control state of replicas removed longer than the retention ago.
+
+        The authority goes first (from then on the consumer refuses their requests), the
+        fences after: a crash in between leaves the member record, and the next check
+        finishes the collection.
+        """
+        due = now_ms() - self.config.replica_retention_ms  # removals then or before
+        for member in members:
+            if member.state != REMOVED or (member.removed_at or 0) > due:
+                continue
+            if self._members.collect(member):
+                fences = [CollectionKeys(name).fences for name in self.collections]
+                pipe = self._client.pipeline(transaction=False)
+                for key in fences:
+                    pipe.hdel(key, member.replica_id)
+                pipe.execute()
+                self._members.forget(member)
+                logger.info("collected replica %s (epoch %d)", member.replica_id, member.epoch)
 
     def _log_times(self) -> dict[int, int]:
         return self._sightings.snapshot(self.topic).log_times

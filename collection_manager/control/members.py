@@ -1,17 +1,19 @@
-"""Replica membership in Redis: epoch counters, member records and persisted leases.
+"""Replica membership in Redis: issued epochs, member records and persisted leases.
 
 Keys, under a namespace (default ``cm:replicas``; every replica key is named by
 ``ReplicaKeys`` in ``storage/keys.py``):
 
-- ``<ns>:epoch:<replica_id>``: the epoch counter, advanced with ``INCR`` so two
-  controllers can never hand out the same epoch (the consumer reads it to refuse epochs
-  never issued);
+- ``{<ns>}:issued``: hash replica id -> the epochs it may claim, advanced atomically (a
+  script) so two controllers never hand out the same epoch, and ``{<ns>}:collected``, the
+  highest epoch of a collected incarnation (the consumer reads both to refuse epochs never
+  issued and requests of collected incarnations, ``core/epochs.py``);
 - ``<ns>:members``: hash replica id -> JSON :class:`Member`;
 - ``<ns>:leases``: hash replica id -> JSON lease (epoch, expires_at, renewed_at, partition;
   in log time), written by the controller's lease loop so that other processes can show it.
 
 State changes are computed by the pure transition functions below and written with an
-optimistic transaction (``WATCH``), so a remove racing an add never overwrites it.
+optimistic transaction (``WATCH``), so a remove racing an add never overwrites it. A
+removed replica's keys are deleted (*collected*) once its retention has passed.
 """
 
 from __future__ import annotations
@@ -82,6 +84,43 @@ def finish_removal(current: Member | None, epoch: int, now_ms: int) -> Member | 
     return dataclasses.replace(current, state=REMOVED, removed_at=now_ms)
 
 
+# ``update``'s signal to delete the record (a removed member collected).
+_FORGET = Member("", 0, REMOVED, 0)
+
+# Issues the next epoch of a replica. A replica with no record (never added, or collected
+# since) starts above every collected epoch, which becomes its floor; one with a record of
+# an older version (its counter) starts above that too.
+# KEYS: issued, collected. ARGV: replica id, its older counter (0: none).
+_ISSUE = """
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+local highest, floor
+if record then
+  local issued = cjson.decode(record)
+  highest, floor = issued.highest, issued.floor
+else
+  floor = tonumber(redis.call('GET', KEYS[2]) or '0')
+  highest = math.max(floor, tonumber(ARGV[2]))
+end
+local epoch = highest + 1
+redis.call('HSET', KEYS[1], ARGV[1], string.format('{"highest":%d,"floor":%d}', epoch, floor))
+return epoch
+"""
+
+# Collects a removed incarnation unless the replica was issued a newer epoch meanwhile.
+# KEYS: issued, collected, seen. ARGV: replica id, the removed epoch.
+_COLLECT = """
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+local epoch = tonumber(ARGV[2])
+if record and cjson.decode(record).highest ~= epoch then return 0 end
+if epoch > tonumber(redis.call('GET', KEYS[2]) or '0') then
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+"""
+
+
 class MemberRecord:
     """The membership keys in Redis.
 
@@ -98,8 +137,31 @@ class MemberRecord:
         self.leases_key = self.keys.leases
 
     def next_epoch(self, replica_id: str) -> int:
-        """A new epoch of ``replica_id``, higher than every one handed out before."""
-        return int(self._client.incr(self.keys.epoch(replica_id)))
+        """A new epoch of ``replica_id``, higher than every one handed out to it before
+        and every collected one, recorded as its highest issued before anyone claims it."""
+        legacy = self.keys.epoch(replica_id)
+        counter = int(self._client.get(legacy) or 0)
+        keys = [self.keys.issued, self.keys.collected]
+        epoch = int(self._client.eval(_ISSUE, len(keys), *keys, replica_id, counter))
+        if counter:
+            self._client.delete(legacy)  # the issued record holds it from now on
+        return epoch
+
+    def collect(self, member: Member) -> bool:
+        """Deletes the issued epochs of a removed ``member`` (its requests are refused from
+        now on, ``core/epochs.py``) and its sighting; ``forget`` deletes its record.
+
+        Returns False, and deletes nothing, when it was re-added meanwhile.
+        """
+        keys = [self.keys.issued, self.keys.collected, self.keys.seen]
+        if not self._client.eval(_COLLECT, len(keys), *keys, member.replica_id, member.epoch):
+            return False
+        self._client.delete(self.keys.epoch(member.replica_id))  # an older version's counter
+        return True
+
+    def forget(self, member: Member) -> None:
+        """Deletes the record of ``member``, if it is still that one."""
+        self.update(member.replica_id, lambda m: _FORGET if m == member else None)
 
     def get(self, replica_id: str) -> Member | None:
         """The record of ``replica_id``, if any."""
@@ -114,7 +176,10 @@ class MemberRecord:
     def update(
         self, replica_id: str, change: Callable[[Member | None], Member | None]
     ) -> Member | None:
-        """Applies ``change`` to the record atomically; returns what it wrote (or None)."""
+        """Applies ``change`` to the record atomically; returns what it wrote (or None).
+
+        ``change`` returns the new record, None to leave it, or ``_FORGET`` to delete it.
+        """
 
         written: list[Member | None] = []
 
@@ -122,7 +187,10 @@ class MemberRecord:
             raw = pipe.hget(self.members_key, replica_id)
             new = change(None if raw is None else Member(**json.loads(raw)))
             pipe.multi()
-            if new is not None:
+            if new is _FORGET:
+                pipe.hdel(self.members_key, replica_id)
+                new = None
+            elif new is not None:
                 pipe.hset(self.members_key, replica_id, json.dumps(dataclasses.asdict(new)))
             # A retried transaction (the key changed under WATCH) starts over.
             written[:] = [new]

@@ -191,7 +191,8 @@ class ReplicaKeys:
     namespace: str = "cm:replicas"
 
     def epoch(self, replica_id: str) -> str:
-        """String: the counter of ``replica_id``'s issued epochs (``INCR``)."""
+        """String: ``replica_id``'s epoch counter as versions before ``issued`` kept it
+        (read as its highest issued epoch until the controller issues it a new one)."""
         return f"{self.namespace}:epoch:{replica_id}"
 
     @property
@@ -220,6 +221,17 @@ class ReplicaKeys:
     def log_times(self) -> str:
         """Hash: ``topic:partition`` -> the log time, the newest tick applied there (ms)."""
         return f"{self._tagged}:log-time"
+
+    @property
+    def issued(self) -> str:
+        """Hash: replica id -> JSON ``{"highest": h, "floor": f}``: the epochs it may
+        claim (``core/epochs.py``), written before its ``ReplicaAdded`` is published."""
+        return f"{self._tagged}:issued"
+
+    @property
+    def collected(self) -> str:
+        """String: the highest epoch of any incarnation collected after the retention."""
+        return f"{self._tagged}:collected"
 
     def untagged(self) -> dict[str, str]:
         """The names ``seen`` and ``log_times`` had before their hash tag -> their names."""

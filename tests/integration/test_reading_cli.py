@@ -288,7 +288,7 @@ def test_replicas_lists_members(
     status, out, _ = run(capsys, "replicas")
     assert (status, out) == (
         0,
-        "no replicas yet; start one with `collection-manager replica run --id r1`\n",
+        "no live replicas; start one with `collection-manager replica run --id r1`\n",
     )
     assert run_json(capsys, "replicas") == []
     config = ReplicaConfig(replica_namespace=f"cm:replicas:{cli_env}")
@@ -300,14 +300,15 @@ def test_replicas_lists_members(
         controller.remove_replica(second, "removed by the test")
     finally:
         controller.close()
-    listed = run_json(capsys, "replicas")
+    listed = run_json(capsys, "replicas", "--all")
     assert [(r["replica_id"], r["epoch"], r["state"], r["reason"]) for r in listed] == [
         (first, 1, "active", ""),
         (second, 1, "removed", "removed by the test"),
     ]
     assert listed[0]["lease_expires_at"] is not None
     assert listed[1]["lease_expires_at"] is None
-    status, out, _ = run(capsys, "replicas")
+    assert [r["replica_id"] for r in run_json(capsys, "replicas")] == [first]  # live only
+    status, out, _ = run(capsys, "replicas", "--all")
     assert [row[:3] for row in cells(out, cli_env)] == [
         [first, "1", "active"],
         [second, "1", "removed"],

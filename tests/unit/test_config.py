@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from collection_manager.config import ConsumerConfig, InfraConfig, from_env, redact_url
+from collection_manager.config import (
+    ConsumerConfig,
+    InfraConfig,
+    ReplicaConfig,
+    from_env,
+    redact_url,
+)
+from collection_manager.config.errors import ConfigError
+from collection_manager.control.controller import Controller
 
 
 @pytest.mark.parametrize(
@@ -26,3 +34,9 @@ def test_a_checkpoint_uri_keeps_its_scheme_and_the_default_is_under_the_state_di
     assert configured.checkpoint_dir == "hdfs://namenode:8020/cm/checkpoint"
     default = from_env(ConsumerConfig, {}).with_checkpoint(infra, query="demo")
     assert default.checkpoint_dir == "/var/lib/cm/checkpoints/demo-cm.requests"
+
+
+def test_a_replica_retention_below_one_ms_is_refused_naming_the_bound() -> None:
+    config = ReplicaConfig(replica_retention_ms=0)
+    with pytest.raises(ConfigError, match="CM_REPLICA_RETENTION_MS must be at least 1 ms, not 0"):
+        Controller(None, None, "t", config)  # type: ignore[arg-type]

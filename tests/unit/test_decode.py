@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collection_manager.core.epochs import EpochAuthority, Issued
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete, Fence, Heartbeat, Request
 from schemas.codec import encode_request
@@ -27,7 +28,9 @@ def test_forged_epochs_become_dead_letters_in_offset_order() -> None:
         Heartbeat("r2", 1),  # never added
     ]
     records = _records(requests)
-    decoded = refuse_unissued(decode_records(records, SPECS, 1 << 20), records, {"r1": 3})
+    decoded = refuse_unissued(
+        decode_records(records, SPECS, 1 << 20), records, EpochAuthority({"r1": Issued(3)})
+    )
     assert [offset for offset, _ in decoded.requests] == [10, 14]
     letters = decoded.dead_letters
     assert [letter.record.offset for letter in letters] == [11, 12, 13, 15]
