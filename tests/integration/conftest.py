@@ -38,6 +38,7 @@ from tests.integration.consumer_process import stop_leftovers
 from tests.integration.own_services import OwnService, services_kind, start_own_service
 from tests.integration.service_containers import ServiceContainer
 from tests.integration.workload import create_specs
+from tests.unit.strategies import FRONTIERS
 
 INTEGRATION_DIR = Path(__file__).parent
 SERVICE_KINDS = ("processes", "containers")
@@ -213,6 +214,16 @@ def topic(kafka: str, unique: str) -> Iterator[str]:
     admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(30)
     yield name
     admin.delete_topics([name])[name].result(30)
+
+
+@pytest.fixture
+def frontiers_spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
+    """A collection of the unit tests' ``FRONTIERS`` schema of this test only."""
+    made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")
+    store = RedisStore(redis)
+    store.create_collection(made)
+    yield made
+    store.drop_collection(made.name)
 
 
 @pytest.fixture

@@ -10,11 +10,8 @@ warm-up. A late request of a collected incarnation is refused, not fused.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis as redis_lib
 from confluent_kafka import Consumer, TopicPartition
 
@@ -30,7 +27,6 @@ from collection_manager.storage.keys import CollectionKeys, ReplicaKeys
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
 from schemas.codec import decode_request, encode_request
-from tests.unit.strategies import FRONTIERS
 
 CYCLES = 2_000
 WARM_UP = 200
@@ -86,15 +82,6 @@ class ConsumerSteps:
         self.kafka.close()
 
 
-@pytest.fixture
-def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
-    made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")
-    store = RedisStore(redis)
-    store.create_collection(made)
-    yield made
-    store.drop_collection(made.name)
-
-
 def _footprint(redis: redis_lib.Redis, namespace: str, spec: CollectionSpec) -> tuple[int, int]:
     """The namespace's keys and their bytes, with the collection's fences."""
     keys = {*redis.scan_iter(f"{namespace}:*"), *redis.scan_iter(f"{{{namespace}}}:*")}
@@ -104,8 +91,9 @@ def _footprint(redis: redis_lib.Redis, namespace: str, spec: CollectionSpec) -> 
 
 
 def test_thousands_of_added_and_removed_replicas_leave_flat_control_state(
-    kafka: str, redis: redis_lib.Redis, topic: str, spec: CollectionSpec, unique: str
+    kafka: str, redis: redis_lib.Redis, topic: str, frontiers_spec: CollectionSpec, unique: str
 ) -> None:
+    spec = frontiers_spec
     namespace = f"cm:replicas:{unique}"
     config = ReplicaConfig(replica_namespace=namespace, replica_retention_ms=1)
     controller = Controller(KafkaProducer(ProducerConfig(kafka)), redis, topic, config, [spec.name])

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
-import pytest
 import redis as redis_lib
 
 from collection_manager.core.requests import Append
@@ -13,21 +11,12 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from spark_consumers.retraction_timer import RetractionTimer
-from tests.unit.strategies import FRONTIERS
-
-
-@pytest.fixture
-def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:
-    made = dataclasses.replace(FRONTIERS, name=f"frontiers-{unique}")
-    store = RedisStore(redis)
-    store.create_collection(made)
-    yield made
-    store.drop_collection(made.name)
 
 
 def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
-    redis: redis_lib.Redis, spec: CollectionSpec
+    redis: redis_lib.Redis, frontiers_spec: CollectionSpec
 ) -> None:
+    spec = frontiers_spec
     store, model, now = RedisStore(redis), ModelStore([spec]), [0]
     appends = [
         Append(spec.name, "r1", 1, ((("r1", "a", w, None), 1),), 0, valid_until=valid_until)
@@ -54,10 +43,11 @@ def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
 
 
 def test_a_collection_dropped_between_the_listing_and_its_schedule_is_passed_over(
-    redis: redis_lib.Redis, spec: CollectionSpec
+    redis: redis_lib.Redis, frontiers_spec: CollectionSpec
 ) -> None:
     """A consumer starting (or ticking) beside a drop, another test's in a parallel run,
     once exited: the timer listed the collection, then its schedule was gone."""
+    spec = frontiers_spec
 
     class DroppedMidListing(RedisStore):
         def collections(self) -> list[str]:
@@ -70,10 +60,11 @@ def test_a_collection_dropped_between_the_listing_and_its_schedule_is_passed_ove
 
 
 def test_a_collection_no_request_of_the_topic_wrote_is_left_to_its_own_consumer(
-    redis: redis_lib.Redis, spec: CollectionSpec, unique: str
+    redis: redis_lib.Redis, frontiers_spec: CollectionSpec, unique: str
 ) -> None:
     """Another deployment's rows on the same Redis expire by their consumer's clock only:
     this timer must neither rebuild their schedule nor retract them."""
+    spec = frontiers_spec
     store, ours = RedisStore(redis), dataclasses.replace(spec, name=f"ours-{unique}")
     store.create_collection(ours)
     try:
