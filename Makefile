@@ -43,11 +43,14 @@ test: setup lint
 	@$(MAKE) --no-print-directory test-processes
 	@$(MAKE) --no-print-directory test-images
 
-# Every test on local processes. Files go to the two xdist workers whole (--dist
-# loadfile), so a module's fixtures start once.
+# Every test on local processes but those marked `containers`, which test-images runs on
+# the images (with CM_TEST_CONTAINERS=off, which skips those, they run here instead).
+# Files go to the two xdist workers whole (--dist loadfile), so a module's fixtures start
+# once.
 XDIST := -n 2 --dist loadfile
+ON_PROCESSES := $(if $(filter off,$(CM_TEST_CONTAINERS)),,-m "not containers")
 test-processes: setup
-	$(BIN)/pytest $(XDIST)
+	$(BIN)/pytest $(XDIST) $(ON_PROCESSES)
 
 # The tests marked `containers` with Kafka and Redis as testcontainers of the project's
 # images: the images run the pipeline, a fault and the agents.
