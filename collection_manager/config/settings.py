@@ -272,7 +272,7 @@ class ReplicaConfig:
     )
     replica_namespace: str = setting(
         "cm:replicas",
-        "Prefix of every replica key in Redis (epoch counters, members, leases, sightings, "
+        "Prefix of every replica key in Redis (issued epochs, members, leases, sightings, "
         "log times); give the consumer the controller's. The consumer refuses epochs never "
         "issued there.",
     )
