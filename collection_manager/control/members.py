@@ -135,6 +135,9 @@ class MemberRecord:
         self.keys = ReplicaKeys(namespace)
         self.members_key = self.keys.members
         self.leases_key = self.keys.leases
+        # EVALSHA after the first call, as ReplicaRecord does: the text is sent once.
+        self._issue = client.register_script(_ISSUE)
+        self._collect = client.register_script(_COLLECT)
 
     def next_epoch(self, replica_id: str) -> int:
         """A new epoch of ``replica_id``, higher than every one handed out to it before
@@ -142,7 +145,7 @@ class MemberRecord:
         legacy = self.keys.epoch(replica_id)
         counter = int(self._client.get(legacy) or 0)
         keys = [self.keys.issued, self.keys.collected]
-        epoch = int(self._client.eval(_ISSUE, len(keys), *keys, replica_id, counter))
+        epoch = int(self._issue(keys=keys, args=[replica_id, counter]))
         if counter:
             self._client.delete(legacy)  # the issued record holds it from now on
         return epoch
@@ -154,7 +157,7 @@ class MemberRecord:
         Returns False, and deletes nothing, when it was re-added meanwhile.
         """
         keys = [self.keys.issued, self.keys.collected, self.keys.seen]
-        if not self._client.eval(_COLLECT, len(keys), *keys, member.replica_id, member.epoch):
+        if not self._collect(keys=keys, args=[member.replica_id, member.epoch]):
             return False
         self._client.delete(self.keys.epoch(member.replica_id))  # an older version's counter
         return True
