@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import logging
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from collection_manager.devservices.processes import (
     LOOPBACK,
     accepts_connections,
     choose_port,
+    interrupts_deferred,
     start_process,
     start_time,
     wait_until_ready,
@@ -158,33 +160,47 @@ def _format_storage(
     home: Path,
     secured: SecuredListener | None,
 ) -> None:
-    if (home / "data" / "meta.properties").exists():
+    data = home / "data"
+    if (data / "meta.properties").exists():
         return
-    done = subprocess.run(
-        [
-            java,
-            *java_options,
-            "-cp",
-            classpath,
-            f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            random_cluster_id(),
-            "-c",
-            str(props),
-            *(
-                arg
-                for name, password in (secured.users.items() if secured else ())
-                for arg in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")
-            ),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if done.returncode != 0:
-        raise InfrastructureError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
+    # meta.properties is the formatter's last write: without it, the directory holds at most
+    # a format cut short, which a new format with another cluster id would refuse.
+    shutil.rmtree(data, ignore_errors=True)
+    command = [
+        java,
+        *java_options,
+        "-cp",
+        classpath,
+        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        random_cluster_id(),
+        "-c",
+        str(props),
+        *(
+            arg
+            for name, password in (secured.users.items() if secured else ())
+            for arg in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")
+        ),
+    ]
+    # Ctrl-C inside Popen() itself (between the fork and its return) would leave a formatter
+    # that nobody kills writing this directory under the next `infra up`; so the spawn is
+    # never cut, and the formatter is killed and reaped however the wait ends.
+    with interrupts_deferred():
+        formatter = subprocess.Popen(
+            command, cwd=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    try:
+        out, err = formatter.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise InfrastructureError("formatting Kafka storage did not end within 120 s") from None
+    finally:
+        if formatter.poll() is None:
+            formatter.kill()
+            formatter.wait()
+    if formatter.returncode != 0:
+        raise InfrastructureError(f"formatting Kafka storage failed:\n{out}{err}")
 
 
 def start_kafka(

@@ -85,6 +85,13 @@ local function retract_matching(c, time, query, row)
   end
 end
 
+-- This server's run id, new at each start. A SCAN cursor means something only to the
+-- server that returned it: a restarted server, or the node a slot moved to, hashes with
+-- another seed, so the cursor points at other rows there.
+local function server_run()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+end
+
 -- A delete whose candidates fit in one step (payload ds) is done here; a larger one is
 -- recorded as the collection's delete in progress, at the next time, which becomes
 -- readable when cm_continue has done its last step (docs/design.md §5). Its query is
@@ -101,7 +108,7 @@ local function delete(c, args, op)
     c.counts.steps = c.counts.steps + 1
     local time = tonumber(redis.call('GET', c.keys.time) or '0') + 1
     redis.call('HSET', c.keys.pending, 'query', args[op.q], 'ic', cjson.encode(c.payload.ic),
-               'time', integer(time), 'key', 1, 'cursor', '0', 'seq', 0)
+               'time', integer(time), 'key', 1, 'cursor', '0', 'seq', 0, 'run', server_run())
   end
   if op.fr then fence(c.keys.fences, op.fr, op.fe) end
 end
@@ -269,19 +276,26 @@ end
 -- The last step makes that time readable and ends the delete. Rows the delete retracted
 -- have left contents and index sets (by the end of their step; within it, the call's view
 -- of the rows reads them as gone), and nothing else writes meanwhile, so a row a cursor
--- returns again is not retracted twice and none present throughout is missed.
+-- returns again is not retracted twice and none present throughout is missed; on another
+-- server than the last step's (see server_run) the scan starts again.
 -- Replies 'more' or 'done', then the counters as cm_apply does.
 local function cm_continue(keys, args)
   local c = open_collection(keys, args)
   local k = c.keys
-  local state = redis.call('HMGET', k.pending, 'query', 'time', 'key', 'cursor', 'seq')
+  local state = redis.call('HMGET', k.pending, 'query', 'time', 'key', 'cursor', 'seq', 'run')
   if not state[1] then
     local reply = c.finish()
     table.insert(reply, 1, 'done')
     return reply
   end
   local query, time = cjson.decode(state[1]), tonumber(state[2])
-  local key, cursor = tonumber(state[3]), state[4]
+  local key, cursor, run = tonumber(state[3]), state[4], server_run()
+  if state[6] ~= run then
+    -- The cursor came from another server: scan this set (or the contents) again from
+    -- its start. The rows retracted so far are gone from it, so none is retracted twice,
+    -- and the sets before it were scanned whole.
+    cursor = '0'
+  end
   c.resume_log(time, tonumber(state[5]))
   local budget, done = tonumber(c.argument), false
   while budget > 0 and not done do
@@ -305,7 +319,8 @@ local function cm_continue(keys, args)
     redis.call('SET', k.time, integer(time))
     redis.call('DEL', k.pending)
   else
-    redis.call('HSET', k.pending, 'key', integer(key), 'cursor', cursor, 'seq', integer(seq))
+    redis.call('HSET', k.pending, 'key', integer(key), 'cursor', cursor, 'seq', integer(seq),
+               'run', run)
   end
   local reply = c.finish()
   table.insert(reply, 1, done and 'done' or 'more')

@@ -81,15 +81,21 @@ def _after(delay_s: float) -> Callable[[Path], None]:
     return wait
 
 
-def _when_spawned(service: str) -> Callable[[Path], None]:
-    """Waits until ``service``'s process exists: the moment between its spawn and readiness."""
+def _when_spawned(service: str, running: str = "") -> Callable[[Path], None]:
+    """Waits until ``service``'s process exists (one whose command line holds ``running``):
+    the moment between its spawn and readiness."""
 
     def wait(state: Path) -> None:
+        def runs(pid: int) -> bool:
+            try:
+                home = Path(os.readlink(f"/proc/{pid}/cwd"))
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:  # it ended since it was listed
+                return False
+            return home.is_relative_to(state / service) and running.encode() in command
+
         def spawned() -> None:
-            assert any(
-                Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(state / service)
-                for pid in _services_under(state)
-            )
+            assert any(runs(pid) for pid in _services_under(state))
 
         assert_eventually(spawned, timeout=120, interval=0.02)
 
@@ -111,12 +117,13 @@ def _when_written(name: str) -> Callable[[Path], None]:
 @pytest.mark.parametrize(
     "interrupt_when",
     [
-        _when_written("kafka/server.properties"),  # formatting the broker's storage
-        _when_spawned("kafka"),  # between the broker's spawn and its first answer
+        _when_written("kafka/server.properties"),  # about to spawn the storage formatter
+        _when_spawned("kafka", "kafka.tools.StorageTool"),  # formatting the broker's storage
+        _when_spawned("kafka", "kafka.Kafka"),  # between the broker's spawn and its first answer
         _after(6.0),
         _when_spawned("redis"),
     ],
-    ids=["formatting-storage", "broker-spawned", "after-6s", "redis-spawned"],
+    ids=["formatting-storage", "formatter-spawned", "broker-spawned", "after-6s", "redis-spawned"],
 )
 def test_ctrl_c_during_infra_up_leaves_no_orphan(
     interrupt_when: Callable[[Path], None], tmp_path: Path

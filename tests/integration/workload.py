@@ -155,7 +155,10 @@ def assert_caught_up_with_the_model(
 
     assert_eventually(caught_up, timeout=180, interval=1)
     for spec in (s for s in specs if s.name not in refreshed):
-        counters = store.stats(spec.name)
+        counters, expected = store.stats(spec.name), model.collection(spec.name).counters
         # A counter that never moved is absent from the stats hash.
-        assert counters.get("requests", 0) == model.collection(spec.name).counters.requests
-        assert counters.get("retractions", 0) == model.collection(spec.name).counters.retractions
+        stored = (counters.get("requests", 0), counters.get("retractions", 0))
+        assert stored == (expected.requests, expected.retractions), (
+            f"{spec.name}: (requests, retractions) stored {stored}, "
+            f"model {(expected.requests, expected.retractions)}"
+        )
