@@ -186,17 +186,19 @@ def _format_storage(
     ]
     # Ctrl-C inside Popen() itself (between the fork and its return) would leave a formatter
     # that nobody kills writing this directory under the next `infra up`; so the spawn is
-    # never cut, and the formatter is killed and reaped however the wait ends.
-    with interrupts_deferred():
-        formatter = subprocess.Popen(
-            command, cwd=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+    # never cut (a Ctrl-C held back is raised right after it), and the formatter is killed
+    # and reaped however the wait ends.
+    formatter: subprocess.Popen[str] | None = None
     try:
+        with interrupts_deferred():
+            formatter = subprocess.Popen(
+                command, cwd=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
         out, err = formatter.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         raise InfrastructureError("formatting Kafka storage did not end within 120 s") from None
     finally:
-        if formatter.poll() is None:
+        if formatter is not None and formatter.poll() is None:
             formatter.kill()
             formatter.wait()
     if formatter.returncode != 0:
