@@ -10,7 +10,8 @@ those summaries (which runs the apply) and records metrics on the driver.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
@@ -72,6 +73,7 @@ def start_consumer(
     redis_url: str,
     *,
     replica_namespace: str,
+    batch_done: Callable[[BatchMetrics, float], None] | None = None,
 ) -> StreamingQuery:
     """Starts the consumer where Redis's progress says (``spark_consumers/startup.py``).
 
@@ -81,6 +83,7 @@ def start_consumer(
     Args:
         replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
             counters decide which epochs are real (docs/design.md §6).
+        batch_done: told of each batch's metrics and its time on the driver (seconds).
 
     Raises:
         ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
@@ -114,10 +117,14 @@ def start_consumer(
     driver = DriverProgress(redis_url, admin, config.topic, plan)
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:
+        began = time.monotonic()
         driver.check()
         rows: list[Any] = summaries.collect()  # runs the apply on the executors
         driver.advance(rows)
-        record_batch(redis_url, config.topic, BatchMetrics.of(batch_id, rows))
+        metrics = BatchMetrics.of(batch_id, rows)
+        record_batch(redis_url, config.topic, metrics)
+        if batch_done is not None:
+            batch_done(metrics, time.monotonic() - began)
 
     return (
         applied.writeStream.foreachBatch(on_batch)

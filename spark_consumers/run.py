@@ -20,12 +20,14 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.client import REDIS_FAULTS
+from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
 from spark_consumers.errors import ConsumerError
+from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
-from spark_consumers.metrics import record_progress
+from spark_consumers.metrics import read_offsets, record_progress
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
 from spark_consumers.supervision import Outage, until_done
@@ -84,11 +86,13 @@ def watch(
     outage: Outage | None = None,
     trigger_interval_ms: int = 0,
     topic: str = "",
+    observed: ConsumerObservability | None = None,
 ) -> None:
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
     Meanwhile it ticks ``timer`` about every 0.5 s, with the TTL clock of the query's
-    progress and status and of ``outage`` (``spark_consumers/ttl_clock.py``).
+    progress and status and of ``outage`` (``spark_consumers/ttl_clock.py``), and tells
+    ``observed`` of each round and each progress.
 
     Stopping interrupts the running micro-batch between two atomic store calls: what was
     applied is recorded in the watermarks, and the restarted query replays the rest.
@@ -97,7 +101,9 @@ def watch(
         ConsumerError: when the query stopped with an error.
     """
     deadline = None if duration_s is None else time.monotonic() + duration_s
-    last_batch = None
+    last_batch = last_progress = None
+    if observed is not None:
+        observed.query_running(True)
     try:
         while not stop.is_set() and query.isActive:
             if deadline is not None and time.monotonic() >= deadline:
@@ -107,13 +113,26 @@ def watch(
             if timer is not None:
                 ended = None if outage is None else outage.ended_ms()
                 status, now_ms = dict(query.status), int(time.time() * 1000)
-                timer.tick(ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended))
+                retracted = timer.tick(
+                    ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended)
+                )
+                if observed is not None:
+                    observed.timer_retracted(retracted)
+            if observed is not None:
+                observed.beat()
+            # An idle trigger reports progress too (a new timestamp, the same batch id).
+            if progress and progress.get("timestamp") != last_progress:
+                last_progress = progress.get("timestamp")
+                if observed is not None:
+                    observed.progress(read_offsets(progress))
             if redis_url and progress and progress.get("batchId") != last_batch:
                 last_batch = progress.get("batchId")
                 record_progress(redis_url, topic, progress)
                 if on_progress is not None:
                     on_progress()
     finally:
+        if observed is not None:
+            observed.query_running(False)
         stop_between_batches(query)
     if query.exception() is not None:
         raise ConsumerError(f"the consumer's streaming query failed: {query.exception()}")
@@ -160,13 +179,24 @@ def run_consumer(
     Args:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
     """
+    # First: a listen address that is taken ends the command before anything started.
+    observed = ConsumerObservability(
+        config.topic, endpoints.kafka_bootstrap, config.consumer_metrics_address
+    ).start()
+    if observed.url:
+        logger.info("metrics and health at %s (/metrics, /healthz, /readyz)", observed.url)
     stop = threading.Event()
     stop_on_signals(stop)
     deadline = threading.Timer(duration_s or 0, stop.set)
     if duration_s is not None:
         deadline.start()
-    outage = Outage(endpoints.redis_url, config.topic)
+    outage = Outage(
+        endpoints.redis_url,
+        config.topic,
+        report=lambda ongoing: observed.outage(ongoing, retried=ongoing),
+    )
     probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
+    heartbeat = Heartbeat(endpoints.redis_url, CONSUMER, config.topic).start()
     try:
         store = until_done(
             lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
@@ -190,6 +220,7 @@ def run_consumer(
                     endpoints.kafka_bootstrap,
                     endpoints.redis_url,
                     replica_namespace=replica_namespace,
+                    batch_done=observed.batch,
                 )
                 logger.info(
                     "consuming %s from %s into %s",
@@ -199,13 +230,15 @@ def run_consumer(
                 )
                 watch(
                     query, stop, None, endpoints.redis_url, timer, outage.recovered,
-                    outage, config.trigger_interval_ms, config.topic,
+                    outage, config.trigger_interval_ms, config.topic, observed,
                 )  # fmt: skip
             except TRANSIENT_FAULTS as exc:
                 stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
     finally:
         deadline.cancel()
         probe.stop()
+        heartbeat.stop()
+        observed.close()
 
 
 def _prepared_store(redis_url: str) -> RedisStore:

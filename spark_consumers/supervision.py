@@ -43,6 +43,8 @@ class Outage:
             service that is down).
         topic: the consumer's topic, whose record it is.
         clock: wall-clock milliseconds, for ``since`` in ``status``.
+        report: told of each failure (True) and of the end of an outage (False), for the
+            consumer's metrics.
     """
 
     def __init__(
@@ -51,8 +53,10 @@ class Outage:
         topic: str = "",
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        report: Callable[[bool], None] = lambda _ongoing: None,
     ) -> None:
         self._redis_url = redis_url
+        self._report = report
         self._topic = topic
         self._clock = clock
         self._rng = rng or random.Random()
@@ -89,6 +93,7 @@ class Outage:
         elif cause != self.cause:
             logger.info("outage goes on (retry %d): %s", self.retries, cause)
         self.cause = cause
+        self._report(True)
         self._record("retrying")
         return backoff_s(self.retries, self._rng)
 
@@ -101,6 +106,7 @@ class Outage:
                 logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
                 self.since, self.retries, self.cause = None, 0, ""
                 self.ended_at = self._clock()
+                self._report(False)
                 self._record("running")
 
     def _record(self, state: str) -> None:

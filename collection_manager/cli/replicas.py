@@ -11,12 +11,17 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import REGISTRY
+
 from collection_manager import devservices
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.observability.endpoint import Endpoint, serve
+from collection_manager.observability.health import Health, recent
+from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 
 if TYPE_CHECKING:
     from producers.agent import ReplicaAgent
@@ -65,6 +70,10 @@ def _controller(endpoints: devservices.Endpoints) -> Controller:
     return Controller.connect(
         endpoints.kafka_bootstrap, endpoints.redis_url, topic, from_env(ReplicaConfig)
     )
+
+
+_CONTROLLER_SETTING = "CM_CONTROLLER_METRICS_ADDRESS"
+_AGENT_SETTING = "CM_AGENT_METRICS_ADDRESS"
 
 
 def _stop_on_signals() -> threading.Event:
@@ -121,13 +130,18 @@ def run_replica(args: argparse.Namespace) -> int:
     bootstrap = endpoints.kafka_bootstrap
     config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
     agent: ReplicaAgent | None = None
+    endpoint: Endpoint | None = None
+    health = Health()
     try:
         stop = _stop_on_signals()
-        epoch = controller.add_replica(args.replica_id)
         agent = ReplicaAgent(args.replica_id, config, still_member=controller.is_current)
+        # Before the replica is added: a listen address that is taken adds nothing.
+        endpoint = _serve_agent(agent, controller.config.agent_metrics_address, health)
+        epoch = controller.add_replica(args.replica_id)
         agent.start(epoch)
-        print(f"replica {args.replica_id} running at epoch {epoch}", flush=True)
-        _wait(stop, args.duration, _until_stopped(agent, args.state_file))
+        at = "" if endpoint is None else f"; metrics and health at {endpoint.url}"
+        print(f"replica {args.replica_id} running at epoch {epoch}{at}", flush=True)
+        _wait(stop, args.duration, _beating(health, _until_stopped(agent, args.state_file)))
         # Stopped by itself: removed (by the controller or an operator), or it failed.
         on_its_own = agent.reason if agent.stopped else None
         agent.stop("agent stopping")
@@ -141,7 +155,31 @@ def run_replica(args: argparse.Namespace) -> int:
         if agent is not None and not agent.stopped:
             agent.stop("agent failing")
             agent.join(10)
+        if endpoint is not None:
+            endpoint.close()
         controller.close()
+
+
+def _serve_agent(agent: ReplicaAgent, address: str, health: Health) -> Endpoint | None:
+    """The agent's metrics and health at ``address`` (none when it is empty)."""
+    from producers.metrics import AgentCollector
+
+    if not address:
+        return None
+    health.watch_loop("agent", max_age_s=30.0)
+    health.add_check("epoch", lambda: f"stopped: {agent.reason}" if agent.stopped else None)
+    REGISTRY.register(AgentCollector(agent))
+    return serve(address, _AGENT_SETTING, health)
+
+
+def _beating(health: Health, done: Callable[[], bool]) -> Callable[[], bool]:
+    """``done``, telling ``health`` that the agent's loop went round each time."""
+
+    def beating() -> bool:
+        health.beat("agent")
+        return done()
+
+    return beating
 
 
 def run_remove(args: argparse.Namespace) -> int:
@@ -213,19 +251,41 @@ def run_replicas(args: argparse.Namespace) -> int:
 
 def run_controller(args: argparse.Namespace) -> int:
     """Runs the lease loop until SIGTERM/SIGINT (or ``--duration``)."""
-    controller = _controller(devservices.running(from_env(InfraConfig)))
+    endpoints = devservices.running(from_env(InfraConfig))
+    controller = _controller(endpoints)
+    interval_s = controller.config.lease_check_interval_ms / 1000
+    health = Health()
+    health.watch_loop("leases", max_age_s=max(60.0, 10 * interval_s))
+    health.add_check(
+        "leases", recent("lease check", lambda: controller.last_check_ms, max(30.0, 5 * interval_s))
+    )
+    try:
+        endpoint = serve(controller.config.controller_metrics_address, _CONTROLLER_SETTING, health)
+    except CollectionManagerError:
+        controller.close()
+        raise
     stop = _stop_on_signals()
     timer = threading.Timer(args.duration or 0, stop.set)
     if args.duration is not None:
         timer.start()
     print(
         f"controller: leases of {controller.config.replica_ttl_ms} ms, "
-        f"checked every {controller.config.lease_check_interval_ms} ms",
+        f"checked every {controller.config.lease_check_interval_ms} ms"
+        + ("" if endpoint is None else f"; metrics and health at {endpoint.url}"),
         flush=True,
     )
+    heartbeat = Heartbeat(
+        endpoints.redis_url,
+        CONTROLLER,
+        controller.config.replica_namespace,
+        lambda: {"last_check_ms": controller.last_check_ms},
+    ).start()
     try:
-        controller.run_leases(stop)
+        controller.run_leases(stop, went_round=lambda: health.beat("leases"))
     finally:
         timer.cancel()
+        heartbeat.stop()
+        if endpoint is not None:
+            endpoint.close()
         controller.close()
     return 0

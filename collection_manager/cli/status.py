@@ -7,24 +7,23 @@ import dataclasses
 import datetime
 import json
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import redis
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
 from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
-from collection_manager.config import ConsumerConfig, InfraConfig, from_env
+from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.devservices.services import load_services
-from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
-from collection_manager.kafka.security import from_environment
+from collection_manager.kafka.lag import lag_now
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
+from collection_manager.storage.heartbeats import CONSUMER, CONTROLLER, Liveness, read_liveness
 from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
@@ -93,44 +92,6 @@ def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
 
 
-# Kafka gets this long, all partitions together, so that status answers within 2 s.
-KAFKA_BUDGET_S = 1.0
-
-
-def lag_now(
-    bootstrap: str, read: dict[str, int], budget_s: float = KAFKA_BUDGET_S
-) -> dict[str, int]:
-    """Per ``topic:partition``: what Kafka holds now beyond what the consumer last read.
-
-    Raises:
-        KafkaException: when the broker does not answer within ``budget_s`` in all.
-    """
-    deadline = time.monotonic() + budget_s
-    options: dict[str, Any] = {
-        **from_environment().client_settings(bootstrap),
-        "group.id": "collection-manager-status",
-        "logger": LIBRDKAFKA_LOGGER,
-    }
-    consumer = Consumer(options)
-    try:
-        if not read:
-            # The consumer recorded nothing yet: no lag, but "reachable" must be true.
-            consumer.list_topics(timeout=budget_s)
-        lag = {}
-        for key, offset in read.items():
-            topic, _, partition = key.rpartition(":")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise KafkaException(f"no answer within {budget_s} s")
-            _, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, int(partition)), timeout=left
-            )
-            lag[key] = max(0, high - offset)
-        return lag
-    finally:
-        consumer.close()
-
-
 def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
     """What the consumer's last batch read up to, per ``topic:partition``."""
     read = _json_object(raw.get("progress")).get("read") or {}
@@ -152,6 +113,7 @@ def consumer_summary(
     lag_now: Mapping[str, int] | None = None,
     kafka: str = "reachable",
     topic: str = "cm.requests",
+    liveness: Liveness | None = None,
 ) -> dict[str, Any]:
     """The record in Redis of the consumer of ``topic`` (``cm:consumer:<topic>``) as the
     stable JSON of ``status``.
@@ -162,17 +124,35 @@ def consumer_summary(
         kafka: ``reachable``, ``unreachable``, ``not running`` (the local broker ``infra
             up`` started is gone) or ``not configured``; the lag is unknown (null) unless
             Kafka is reachable, and ``kafka_detail`` says why.
+        liveness: the consumer's heartbeat (``storage/heartbeats.py``). Unless it beats,
+            the state is ``stopped`` (since its last beat) or ``unknown`` (it never beat),
+            whatever state it last wrote.
     """
     progress = _json_object(raw.get("progress"))
     health = _json_object(raw.get("health"))
     lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     known = kafka == "reachable"
+    last = (liveness.last if liveness else None) or {}
+    if liveness is None or liveness.alive:
+        state = {
+            "state": health.get("state", "running" if progress else "unknown"),
+            "state_since_ms": health.get("since_ms"),
+            "retries": int(health.get("retries", 0)),
+            "outage_cause": health.get("cause") or None,
+        }
+    else:
+        state = {
+            "state": liveness.state,
+            "state_since_ms": last.get("at_ms"),
+            "retries": 0,
+            "outage_cause": None,
+        }
     return {
         "topic": topic,
-        "state": health.get("state", "running" if progress else "unknown"),
-        "state_since_ms": health.get("since_ms"),
-        "retries": int(health.get("retries", 0)),
-        "outage_cause": health.get("cause") or None,
+        **state,
+        "last_seen_ms": last.get("at_ms"),
+        "pid": last.get("pid"),
+        "host": last.get("host"),
         "kafka": kafka,
         "kafka_detail": None if known else _KAFKA_DETAILS.get(kafka, kafka),
         **{name: int(raw.get(name, 0)) for name in _TOTALS},
@@ -185,6 +165,20 @@ def consumer_summary(
         "rewinds": int(raw.get("rewinds", 0)),
         "topic_recreations": int(raw.get("topic_recreations", 0)),
         "last_rewind": _json_object(raw.get("last_rewind")) or None,
+    }
+
+
+def controller_summary(namespace: str, liveness: Liveness) -> dict[str, Any]:
+    """The controller of ``namespace`` as its heartbeat tells: ``running``, ``stopped``
+    (since its last beat) or ``unknown`` (it never beat), and its last lease check."""
+    last = liveness.last or {}
+    return {
+        "namespace": namespace,
+        "state": liveness.state,
+        "last_seen_ms": last.get("at_ms"),
+        "last_check_ms": last.get("last_check_ms"),
+        "pid": last.get("pid"),
+        "host": last.get("host"),
     }
 
 
@@ -209,11 +203,14 @@ def status_json(
     unpublished: dict[str, Any],
     infos: Sequence[CollectionInfo],
     other_topics: Sequence[str] = (),
+    controller: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{"consumer": {...}, "other_topics": [...], "unpublished_dead_letters": {"count",
-    "newest"}, "collections": [{"name", "rows", "time", "counters"}]}``."""
+    """``{"consumer": {...}, "controller": {...}, "other_topics": [...],
+    "unpublished_dead_letters": {"count", "newest"}, "collections": [{"name", "rows",
+    "time", "counters"}]}``."""
     return {
         "consumer": consumer,
+        "controller": controller,
         "other_topics": list(other_topics),
         "unpublished_dead_letters": unpublished,
         "collections": [
@@ -221,6 +218,25 @@ def status_json(
             for i in infos
         ],
     }
+
+
+def controller_table(controller: dict[str, Any]) -> TableView:
+    """The controller's state and its last lease check; a line when it never ran."""
+    title = f"controller of {controller['namespace']}"
+    if controller["state"] == "unknown":
+        line = (
+            "never seen: without `collection-manager controller run`, no lease expires "
+            "and a dead replica's rows stay"
+        )
+        return TableView(title, [], [], line)
+    state = "running" if controller["state"] == "running" else _stopped(controller["last_seen_ms"])
+    check = controller["last_check_ms"]
+    row = (
+        state,
+        None if check is None else _utc(check),
+        f"{controller['pid']}@{controller['host']}",
+    )
+    return TableView(title, ["state", "last lease check", "process"], [row], "", null="-")
 
 
 def unpublished_table(unpublished: dict[str, Any]) -> TableView:
@@ -236,11 +252,17 @@ def unpublished_table(unpublished: dict[str, Any]) -> TableView:
 
 
 def _state(consumer: dict[str, Any]) -> str:
+    if consumer["state"] == "stopped":
+        return _stopped(consumer["state_since_ms"])
     if consumer["state"] != "retrying":
         return str(consumer["state"])
     since = consumer["state_since_ms"]
     when = "" if since is None else f" since {_utc(since)}"
     return f"retrying{when} ({consumer['retries']} retries): {consumer['outage_cause']}"
+
+
+def _stopped(last_seen_ms: int | None) -> str:
+    return "stopped" if last_seen_ms is None else f"stopped (last seen {_utc(last_seen_ms)})"
 
 
 def _utc(ms: int) -> str:
@@ -253,10 +275,11 @@ def status_tables(
     recorded: bool,
     unpublished: dict[str, Any] | None = None,
     other_topics: Sequence[str] = (),
+    controller: dict[str, Any] | None = None,
 ) -> list[TableView]:
-    """The consumer (when it recorded anything), its lag, the consumers of other topics
-    (when any), the dead letters that could not be published (when any), and the
-    collections."""
+    """The consumer (when it recorded anything), its lag, the controller (when asked), the
+    consumers of other topics (when any), the dead letters that could not be published
+    (when any), and the collections."""
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
@@ -308,6 +331,8 @@ def status_tables(
     else:
         line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
         tables.append(TableView("consumer", [], [], line))
+    if controller is not None:
+        tables.append(controller_table(controller))
     if other_topics:
         title = "consumers of other topics in this Redis (status --topic T)"
         tables.append(TableView(title, ["topic"], [(t,) for t in other_topics], ""))
@@ -359,12 +384,26 @@ EXAMPLE_UNPUBLISHED = unpublished_summary(
 )
 
 
+EXAMPLE_CONTROLLER = controller_summary(
+    "cm:replicas",
+    Liveness(
+        True,
+        {
+            "at_ms": 1_735_732_801_000,
+            "last_check_ms": 1_735_732_800_500,
+            "pid": 4242,
+            "host": "ops-1",
+        },
+    ),
+)
+
+
 def register(commands: Any) -> None:
     """Adds ``status``."""
     parser = commands.add_parser("status", help="consumer progress, lag and collection counters")
     counters = dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3, "updates": 4}
     info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
-    example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [info])
+    example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [info], (), EXAMPLE_CONTROLLER)
     add_format_option(parser, {"status": example})
     parser.add_argument(
         "--topic",
@@ -390,6 +429,15 @@ def run(args: argparse.Namespace) -> int:
         unpublished = read_unpublished(client)
     finally:
         client.close()
+    namespace = from_env(ReplicaConfig).replica_namespace
+    liveness_client = redis_client(endpoints.redis_url)
+    try:
+        consumer_liveness = read_liveness(liveness_client, CONSUMER, topic)
+        controller = controller_summary(
+            namespace, read_liveness(liveness_client, CONTROLLER, namespace)
+        )
+    finally:
+        liveness_client.close()
     live, kafka = None, "not configured"
     if not endpoints.kafka_bootstrap and "kafka" in load_services(infra.services_file):
         kafka = "not running"
@@ -399,12 +447,12 @@ def run(args: argparse.Namespace) -> int:
         except KafkaException as exc:
             logger.info("Kafka did not answer: %s", exc)
             kafka = "unreachable"
-    consumer = consumer_summary(raw, live, kafka, topic)
+    consumer = consumer_summary(raw, live, kafka, topic, consumer_liveness)
     infos = collection_infos(store)
     others = sorted(recorded - {topic})
     show(
         args.format,
-        status_json(consumer, unpublished, infos, others),
-        *status_tables(consumer, infos, bool(raw), unpublished, others),
+        status_json(consumer, unpublished, infos, others, controller),
+        *status_tables(consumer, infos, bool(raw), unpublished, others, controller),
     )
     return 0

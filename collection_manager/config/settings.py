@@ -204,6 +204,11 @@ class ConsumerConfig:
         4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
     )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    consumer_metrics_address: str = setting(
+        "",
+        "host:port where `consume` serves /metrics (Prometheus), /healthz and /readyz, e.g. "
+        "127.0.0.1:9400 (port 0: any free one); empty: no listener.",
+    )
     max_offsets_per_trigger: int = setting(
         0, "Back-pressure: at most this many requests per micro-batch; 0 means no limit."
     )
@@ -254,6 +259,16 @@ class ReplicaConfig:
         500, "How often the controller checks the leases and ticks every partition."
     )
     step_interval_ms: int = setting(1_000, "How often an agent's subscribes publish changes.")
+    controller_metrics_address: str = setting(
+        "",
+        "host:port where `controller run` serves /metrics, /healthz and /readyz (port 0: any "
+        "free one); empty: no listener.",
+    )
+    agent_metrics_address: str = setting(
+        "",
+        "host:port where `replica run` serves /metrics, /healthz and /readyz (port 0: any free "
+        "one, printed at start: give each agent on a host its own); empty: no listener.",
+    )
     row_ttl_ms: int = setting(
         6_000,
         "TTL of the rows agents publish to error_counts and hydration_status, refreshed at "

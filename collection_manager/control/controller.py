@@ -11,15 +11,17 @@ being ahead of the new incarnation's appends in each partition.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import redis
 
 from collection_manager.config import ReplicaConfig
 from collection_manager.config.errors import ConfigError
+from collection_manager.control import metrics
 from collection_manager.control.errors import ControllerError
 from collection_manager.control.leases import Beat, Lease, LeaseTable
 from collection_manager.control.members import (
@@ -100,6 +102,7 @@ class Controller:
         self._ticker = Ticker(producer, self._members, topic)
         # The lease loop may run in a thread beside add/remove calls: one change at a time.
         self._lock = threading.RLock()
+        self.last_check_ms: int | None = None  # when run_leases last checked them all
 
     @classmethod
     def connect(
@@ -174,6 +177,7 @@ class Controller:
             self._members.update(replica_id, lambda m: finish_removal(m, member.epoch, at))
             self._members.drop_lease(replica_id)
             self._leases.drop(replica_id)
+            metrics.REMOVALS.inc()
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
 
@@ -215,7 +219,11 @@ class Controller:
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
             removed = self._remove_expired(snapshot.log_times)
             self._collect(members.values())
-            self._ticker.tick(at)
+            if not self._ticker.tick(at):
+                metrics.TICKS_LOST.inc()
+            states = collections.Counter(m.state for m in members.values())
+            for state in metrics.STATES:
+                metrics.REPLICAS.labels(state).set(states[state])
             return removed
 
     def _collect(self, members: Iterable[Member]) -> None:
@@ -236,6 +244,7 @@ class Controller:
                     pipe.hdel(key, member.replica_id)
                 pipe.execute()
                 self._members.forget(member)
+                metrics.COLLECTED.inc()
                 logger.info("collected replica %s (epoch %d)", member.replica_id, member.epoch)
 
     def _log_times(self) -> dict[int, int]:
@@ -254,6 +263,7 @@ class Controller:
             # its member ``removing`` (retried by the next check) or ``active`` (re-leased).
             try:
                 if self.remove_replica(lease.replica_id, reason, epoch=lease.epoch) is not None:
+                    metrics.EXPIRIES.inc()
                     logger.warning("replica %s epoch %d: %s", lease.replica_id, lease.epoch, reason)
                     removed.append(lease.replica_id)
             except CONTROLLER_FAULTS as exc:
@@ -265,17 +275,28 @@ class Controller:
         with self._lock:
             return self._leases.lease(replica_id)
 
-    def run_leases(self, stop: threading.Event, interval_ms: int | None = None) -> None:
+    def run_leases(
+        self,
+        stop: threading.Event,
+        interval_ms: int | None = None,
+        went_round: Callable[[], None] = lambda: None,
+    ) -> None:
         """Checks the leases every ``interval_ms`` until ``stop`` is set.
 
         A failed check (Kafka or Redis away) is logged and retried at the next interval.
+        ``went_round`` is called after each check, failed or not (the loop's liveness).
         """
         interval = (interval_ms or self.config.lease_check_interval_ms) / 1000
         while not stop.is_set():
             try:
                 self.check_leases()
+                self.last_check_ms = now_ms()
+                metrics.CHECKS.inc()
+                metrics.LAST_CHECK.set(self.last_check_ms / 1000)
             except CONTROLLER_FAULTS as exc:
+                metrics.CHECK_FAILURES.inc()
                 logger.error("lease check failed, retrying: %s", exc)
+            went_round()
             stop.wait(interval)
 
     def replicas(self) -> list[ReplicaStatus]:

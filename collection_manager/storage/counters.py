@@ -8,19 +8,21 @@ the tests take their names from here.
 
 from __future__ import annotations
 
-COUNTERS: tuple[str, ...] = (
-    "requests",  # requests applied (merged appends count one each)
-    "steps",  # write steps, each one tick of the collection's time
-    "updates",  # non-zero updates written by appends
-    "retractions",  # rows retracted by deletes
-    "fused_appends",  # appends dropped by the fuse (a fenced epoch)
-    "scheduled_retractions",  # rows retracted because their valid_until passed
-    "expirations",  # rows retracted because their TTL passed
-    "invalid_retractions",  # updates that left a row negative, replica not fenced
-    "fenced_invalid_retractions",  # the same where the row's replica is fenced
-    "replays_skipped",  # request groups at or below the watermark (a replayed batch)
-    "refused",  # appends refused whole: they would take a multiplicity out of the domain
-)
+# Each counter's meaning (the help of its metric, see spark_consumers/exporter.py).
+MEANINGS: dict[str, str] = {
+    "requests": "Requests applied (merged appends count one each).",
+    "steps": "Write steps, each one tick of the collection's time.",
+    "updates": "Non-zero updates written by appends.",
+    "retractions": "Rows retracted by deletes.",
+    "fused_appends": "Appends dropped by the fuse (a fenced epoch).",
+    "scheduled_retractions": "Rows retracted because their valid_until passed.",
+    "expirations": "Rows retracted because their TTL passed.",
+    "invalid_retractions": "Updates that left a row negative, replica not fenced.",
+    "fenced_invalid_retractions": "Updates that left a row negative, replica fenced.",
+    "replays_skipped": "Request groups at or below the watermark (a replayed batch).",
+    "refused": "Appends refused whole: they would take a multiplicity out of the domain.",
+}
+COUNTERS: tuple[str, ...] = tuple(MEANINGS)
 
 # Counted by the retraction timer (``RedisStore.retract_due``), never by applying requests.
 _TIMER_ONLY = ("scheduled_retractions", "expirations")

@@ -8,9 +8,11 @@ port with its data, so every client configured with its address finds it again.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,17 @@ class OwnService(abc.ABC):
         time.sleep(down_s)
         self._start_again()
         self.outage = (began, time.monotonic())
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """SIGKILLed for the block's time, started again after it."""
+        began = time.monotonic()
+        self._kill()
+        try:
+            yield
+        finally:
+            self._start_again()
+            self.outage = (began, time.monotonic())
 
     def pause(self, paused_s: float) -> None:
         """Frozen for ``paused_s`` seconds: connections stay open and nothing answers."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
+from prometheus_client import CollectorRegistry
 
 from collection_manager.config.errors import ConfigError
 from collection_manager.core.errors import CollectionManagerError
@@ -17,6 +18,7 @@ from collection_manager.core.shutdown import ShutdownToken
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from producers.agent import AgentConfig, ReplicaAgent
 from producers.batching import PublishedState, append_batches, with_replica
+from producers.metrics import AgentCollector
 from producers.simulated import COLUMNS, SimulatedReplica, Update
 from producers.subscribe import Publishing, Subscribe
 from schemas.codec import decode_request
@@ -235,6 +237,29 @@ def test_an_agent_stops_once_it_is_no_longer_a_member() -> None:
     finally:
         agent.stop()
         agent.join(10)
+
+
+def test_an_agents_metrics_count_what_its_producers_counted() -> None:
+    broker = Broker()
+    agent = _agent(broker)
+    registry = CollectorRegistry()
+    registry.register(AgentCollector(agent))
+    agent.start(5)
+    try:
+        assert_eventually(lambda: _assert(agent.settled), timeout=10)
+        stats = agent.stats()
+        for collection, counted in stats.items():
+            labels = {"replica": "r1", "collection": collection}
+            sample = registry.get_sample_value
+            assert sample("cm_agent_requests_produced_total", labels) == counted.produced
+            assert sample("cm_agent_requests_delivered_total", labels) == counted.delivered
+        assert sum(s.delivered for s in stats.values()) > 0
+        assert registry.get_sample_value("cm_agent_active", {"replica": "r1"}) == 1
+        assert registry.get_sample_value("cm_agent_epoch", {"replica": "r1"}) == 5
+    finally:
+        agent.stop()
+        agent.join(10)
+    assert registry.get_sample_value("cm_agent_active", {"replica": "r1"}) == 0
 
 
 def test_an_agent_starts_once_and_only_with_an_epoch() -> None:

@@ -35,6 +35,8 @@ from collection_manager.cli.status import (
     EXAMPLE_UNPUBLISHED,
     CollectionInfo,
     consumer_summary,
+    controller_summary,
+    controller_table,
     status_json,
     status_tables,
     unpublished_summary,
@@ -44,6 +46,7 @@ from collection_manager.control.controller import ReplicaStatus
 from collection_manager.core.errors import FilterError, UnknownCollectionError
 from collection_manager.core.filters import and_, eq, ge, gt, is_null, le, lt, ne, not_, prefix
 from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.heartbeats import Liveness
 from collection_manager.storage.store import LogEntry, Snapshot
 from schemas.introspection import introspection_spec
 
@@ -252,6 +255,9 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "state_since_ms": None,
         "retries": 0,
         "outage_cause": None,
+        "last_seen_ms": None,
+        "pid": None,
+        "host": None,
         "kafka": "reachable",
         "kafka_detail": None,
         "batches": 0,
@@ -267,6 +273,31 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "last_rewind": None,
     }
     assert consumer_summary({"batches": "2", "progress": "not json"})["batches"] == 2
+
+
+def test_a_consumer_whose_heartbeat_ran_out_is_stopped_whatever_it_last_wrote() -> None:
+    raw = {"health": json.dumps({"state": "running", "since_ms": 5}), "batches": "3"}
+    beat = {"at_ms": 1_735_732_800_000, "pid": 7, "host": "h"}
+    alive = consumer_summary(raw, liveness=Liveness(True, beat))
+    assert (alive["state"], alive["pid"], alive["last_seen_ms"]) == ("running", 7, beat["at_ms"])
+    dead = consumer_summary(raw, liveness=Liveness(False, beat))
+    assert (dead["state"], dead["state_since_ms"]) == ("stopped", beat["at_ms"])
+    consumer, *_ = status_tables(dead, [], recorded=True)
+    assert consumer.rows[0][0] == "stopped (last seen 2025-01-01 12:00:00Z)"
+    never = consumer_summary(raw, liveness=Liveness(False, None))
+    assert never["state"] == "unknown"
+
+
+def test_the_controller_shows_whether_it_runs_and_its_last_check() -> None:
+    beat = {"at_ms": 1_735_732_800_000, "last_check_ms": 1_735_732_799_000, "pid": 9, "host": "h"}
+    running = controller_summary("ns", Liveness(True, beat))
+    assert running["state"] == "running" and running["last_check_ms"] == beat["last_check_ms"]
+    table = controller_table(running)
+    assert table.rows == [("running", "2025-01-01 11:59:59Z", "9@h")]
+    stopped = controller_table(controller_summary("ns", Liveness(False, beat)))
+    assert stopped.rows[0][0] == "stopped (last seen 2025-01-01 12:00:00Z)"
+    never = controller_table(controller_summary("ns", Liveness(False, None)))
+    assert never.rows == [] and "no lease expires" in never.empty
 
 
 def test_with_kafka_unreachable_the_lag_is_unknown_not_stale() -> None:
@@ -439,7 +470,13 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     tail = _examples(["tail"], capsys)["tail compute_frontiers --since 41"]
     assert list(tail[0]) == ["time", "row", "diff"]
     status = _examples(["status"], capsys)["status"]
-    assert list(status) == ["consumer", "other_topics", "unpublished_dead_letters", "collections"]
+    assert list(status) == [
+        "consumer",
+        "controller",
+        "other_topics",
+        "unpublished_dead_letters",
+        "collections",
+    ]
     assert list(status["consumer"]["lag"][0]) == ["topic", "partition", "lag"]
     assert list(status["unpublished_dead_letters"]) == ["count", "newest"]
     assert list(status["unpublished_dead_letters"]["newest"][0]) == [

@@ -1,0 +1,193 @@
+"""The consumer's Prometheus metrics and its health, served on ``CM_CONSUMER_METRICS_ADDRESS``.
+
+Everything is measured on the driver from what the consumer already knows: the applier's
+summary rows of each batch, the streaming query's progress, the outage record and the
+retraction timer's ticks. Nothing extra runs on the executors, and no multiprocess mode is
+needed. The lag is asked of Kafka every ``LAG_PROBE_S`` by a thread of its own, so a broker
+that does not answer never holds up the watch loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import KafkaException
+from prometheus_client import Counter, Gauge, Histogram
+
+from collection_manager.kafka.lag import lag_now
+from collection_manager.observability.endpoint import serve
+from collection_manager.observability.health import Health
+from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
+from spark_consumers.metrics import BatchMetrics
+
+logger = logging.getLogger(__name__)
+
+# The watch loop goes round every 0.5 s and an outage retries at least every 30 s.
+LOOP_MAX_AGE_S = 90.0
+# Ready only while a batch (or Spark's progress of an idle trigger, every 10 s) is recent.
+PROGRESS_MAX_AGE_S = 120.0
+LAG_PROBE_S = 10.0
+
+# What metric names the applier's counters get; the others are named as they are.
+_NAMES = {"requests": "requests_applied", "updates": "updates_applied"}
+
+BATCHES = Counter("cm_consumer_batches", "Micro-batches applied.", ["topic"])
+BATCH_SECONDS = Histogram(
+    "cm_consumer_batch_duration_seconds",
+    "Time of a micro-batch on the driver: reading, applying on the executors, recording.",
+    ["topic"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+APPLIED = {
+    counter: Counter(
+        f"cm_consumer_{_NAMES.get(counter, counter)}", MEANINGS[counter], ["topic", "collection"]
+    )
+    for counter in APPLY_COUNTERS
+}
+DEAD_LETTERS = Counter(
+    "cm_consumer_dead_letters",
+    "Requests that became dead letters (undecodable, invalid, unissued or too large).",
+    ["topic"],
+)
+CONTROL = Counter("cm_consumer_control_requests", "Control requests applied.", ["topic"])
+TIMER_RETRACTIONS = Counter(
+    "cm_consumer_timer_retractions",
+    "Rows the retraction timer retracted: their valid_until or their TTL passed.",
+    ["topic"],
+)
+LAST_BATCH = Gauge(
+    "cm_consumer_last_batch_timestamp_seconds", "When the last batch ended (Unix time).", ["topic"]
+)
+LAG = Gauge(
+    "cm_consumer_lag_records",
+    "Records Kafka holds beyond what the consumer read, per partition, as last asked.",
+    ["topic", "partition"],
+)
+LAG_PROBE_FAILURES = Counter(
+    "cm_consumer_lag_probe_failures", "Lag probes that Kafka did not answer in time.", ["topic"]
+)
+OUTAGE = Gauge(
+    "cm_consumer_outage",
+    "1 while the consumer waits out an outage of Redis, Kafka or its query, else 0.",
+    ["topic"],
+)
+OUTAGE_RETRIES = Counter(
+    "cm_consumer_outage_retries", "Attempts that failed during outages.", ["topic"]
+)
+UP = Gauge("cm_consumer_query_running", "1 while the streaming query runs, else 0.", ["topic"])
+
+
+class ConsumerObservability:
+    """The consumer's metrics, health and listener (when ``address`` is set).
+
+    Args:
+        topic: the request topic, the ``topic`` label of every metric.
+        bootstrap: Kafka, asked for the lag.
+        clock: monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        bootstrap: str,
+        address: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.topic, self._bootstrap, self._clock = topic, bootstrap, clock
+        self.health = Health(clock)
+        self._read: dict[str, int] = {}  # what the last progress read, per topic:partition
+        self._last_progress: float | None = None
+        self._outage = self._running = False
+        self._stop = threading.Event()
+        self.health.add_check("outage", lambda: "waiting out an outage" if self._outage else None)
+        self.health.add_check("progress", self._progress_reason)
+        for metric in (BATCHES, DEAD_LETTERS, CONTROL, TIMER_RETRACTIONS, OUTAGE_RETRIES):
+            metric.labels(topic)  # shown as 0 from the start, so rate() sees the first one
+        OUTAGE.labels(topic).set(0)
+        UP.labels(topic).set(0)
+        self._endpoint = serve(address, "CM_CONSUMER_METRICS_ADDRESS", self.health)
+        self._prober = threading.Thread(target=self._probe_lag, name="lag-probe", daemon=True)
+
+    @property
+    def url(self) -> str | None:
+        return None if self._endpoint is None else self._endpoint.url
+
+    def start(self) -> ConsumerObservability:
+        self._prober.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._endpoint is not None:
+            self._endpoint.close()
+
+    # What the consumer reports
+
+    def batch(self, metrics: BatchMetrics, seconds: float) -> None:
+        """A batch ended after ``seconds``, having done what ``metrics`` says."""
+        BATCHES.labels(self.topic).inc()
+        BATCH_SECONDS.labels(self.topic).observe(seconds)
+        LAST_BATCH.labels(self.topic).set(time.time())
+        DEAD_LETTERS.labels(self.topic).inc(metrics.dead_letters)
+        CONTROL.labels(self.topic).inc(metrics.control)
+        for collection, counters in metrics.collections.items():
+            for counter, value in counters.items():
+                if value:
+                    APPLIED[counter].labels(self.topic, collection).inc(value)
+
+    def progress(self, read: Mapping[str, int]) -> None:
+        """The query reported progress (a batch, or an idle trigger) having read ``read``."""
+        self._read = dict(read)
+        self._last_progress = self._clock()
+
+    def timer_retracted(self, rows: int) -> None:
+        TIMER_RETRACTIONS.labels(self.topic).inc(rows)
+
+    def query_running(self, running: bool) -> None:
+        """The streaming query started or stopped; its loop is watched while it runs."""
+        self._running = running
+        UP.labels(self.topic).set(1 if running else 0)
+        if running:
+            self.health.watch_loop("watch", LOOP_MAX_AGE_S)
+            self._last_progress = self._clock()
+        else:
+            self.health.forget_loop("watch")
+
+    def beat(self) -> None:
+        """The watch loop went round."""
+        self.health.beat("watch")
+
+    def outage(self, ongoing: bool, retried: bool = False) -> None:
+        self._outage = ongoing
+        OUTAGE.labels(self.topic).set(1 if ongoing else 0)
+        if retried:
+            OUTAGE_RETRIES.labels(self.topic).inc()
+        self.health.beat("watch")  # waiting out an outage is the loop doing its job
+
+    # Inside
+
+    def _progress_reason(self) -> str | None:
+        if not self._running:
+            return "the streaming query is not running"
+        if self._last_progress is None:
+            return None
+        age = self._clock() - self._last_progress
+        if age > PROGRESS_MAX_AGE_S:
+            return f"no progress for {age:.0f} s (bound {PROGRESS_MAX_AGE_S:.0f} s)"
+        return None
+
+    def _probe_lag(self) -> None:
+        while not self._stop.wait(LAG_PROBE_S):
+            if not self._read:
+                continue
+            try:
+                lag = lag_now(self._bootstrap, self._read)
+            except KafkaException as exc:
+                LAG_PROBE_FAILURES.labels(self.topic).inc()
+                logger.debug("lag probe: %s", exc)
+                continue
+            for key, behind in lag.items():
+                LAG.labels(self.topic, key.rpartition(":")[2]).set(behind)

@@ -1,0 +1,156 @@
+"""Health of a process (its loops, its readiness checks), the HTTP listener that serves it
+with the Prometheus metrics, and the consumer's metrics built from what a batch reports."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter
+
+from collection_manager.config.errors import ConfigError
+from collection_manager.observability.endpoint import Endpoint, parse_address
+from collection_manager.observability.health import Health
+from spark_consumers import exporter
+from spark_consumers.exporter import ConsumerObservability
+from spark_consumers.metrics import BatchMetrics
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_loop_is_live_while_it_beats_within_its_bound() -> None:
+    clock = Clock()
+    health = Health(clock)
+    health.watch_loop("watch", max_age_s=30)
+    clock.now += 29
+    assert health.liveness() == []
+    clock.now += 2
+    assert health.liveness() == ["loop 'watch' silent for 31 s (bound 30 s)"]
+    health.beat("watch")
+    assert health.liveness() == []
+    clock.now += 100
+    health.forget_loop("watch")  # stopped on purpose: not a dead process
+    assert health.liveness() == []
+
+
+def test_readiness_needs_liveness_and_every_check() -> None:
+    clock = Clock()
+    health = Health(clock)
+    health.watch_loop("watch", max_age_s=10)
+    reason: list[str | None] = [None]
+    health.add_check("outage", lambda: reason[0])
+    health.add_check("broken", lambda: None)
+    assert health.readiness() == []
+    reason[0] = "waiting out an outage"
+    assert health.readiness() == ["outage: waiting out an outage"]
+    clock.now += 11
+    assert len(health.readiness()) == 2
+
+
+def test_a_check_that_raises_says_not_ready() -> None:
+    health = Health()
+
+    def broken() -> str | None:
+        raise RuntimeError("boom")
+
+    health.add_check("broken", broken)
+    assert health.readiness() == ["broken: check failed: RuntimeError: boom"]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_the_endpoint_serves_metrics_health_and_readiness() -> None:
+    registry = CollectorRegistry()
+    Counter("cm_test_things", "Things.", registry=registry).inc(3)
+    health = Health()
+    not_ready: list[str | None] = [None]
+    health.add_check("outage", lambda: not_ready[0])
+    endpoint = Endpoint("127.0.0.1:0", "CM_TEST_ADDRESS", registry, health)
+    try:
+        status, body = _get(endpoint.url + "/metrics")
+        assert status == 200 and "cm_test_things_total 3.0" in body
+        assert _get(endpoint.url + "/healthz") == (200, "ok\n")
+        assert _get(endpoint.url + "/readyz") == (200, "ok\n")
+        not_ready[0] = "Redis does not answer"
+        assert _get(endpoint.url + "/readyz") == (503, "outage: Redis does not answer\n")
+        assert _get(endpoint.url + "/healthz") == (200, "ok\n")
+        assert _get(endpoint.url + "/other")[0] == 404
+    finally:
+        endpoint.close()
+
+
+def test_a_taken_address_is_one_clear_error_naming_the_setting() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError) as error:
+            Endpoint(f"127.0.0.1:{port}", "CM_TEST_ADDRESS", CollectorRegistry(), Health())
+    assert str(error.value) == (
+        f"CM_TEST_ADDRESS=127.0.0.1:{port}: cannot listen there: the address is in use"
+    )
+
+
+@pytest.mark.parametrize("address", ["9400", ":9400", "host:", "host:port", "host:65536"])
+def test_an_address_that_is_no_host_and_port_is_refused_with_the_bound(address: str) -> None:
+    with pytest.raises(ConfigError, match="expected host:port with a port from 0 to 65535"):
+        parse_address(address, "CM_TEST_ADDRESS")
+
+
+def test_parse_address_takes_ipv6_in_brackets() -> None:
+    assert parse_address("[::1]:9400", "CM_X") == ("::1", 9400)
+
+
+def _value(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_the_consumer_counts_what_each_batch_reports() -> None:
+    observed = ConsumerObservability("metrics-topic", "127.0.0.1:1")
+    counters = dict.fromkeys(exporter.APPLY_COUNTERS, 0)
+    before = _value("cm_consumer_requests_applied_total", topic="metrics-topic", collection="c1")
+    observed.batch(
+        BatchMetrics(7, {"c1": {**counters, "requests": 5, "updates": 9}}, 2, 1, {0: 10}), 0.3
+    )
+    observed.batch(BatchMetrics(8, {"c1": {**counters, "requests": 1}}, 0, 0, {0: 11}), 0.1)
+    labels = {"topic": "metrics-topic", "collection": "c1"}
+    assert _value("cm_consumer_requests_applied_total", **labels) == before + 6
+    assert _value("cm_consumer_updates_applied_total", **labels) >= 9
+    assert _value("cm_consumer_batch_duration_seconds_count", topic="metrics-topic") >= 2
+    assert _value("cm_consumer_dead_letters_total", topic="metrics-topic") >= 2
+
+
+def test_the_consumer_is_ready_only_while_its_query_runs_without_an_outage() -> None:
+    clock = Clock()
+    observed = ConsumerObservability("ready-topic", "127.0.0.1:1", clock=clock)
+    assert observed.health.readiness() == ["progress: the streaming query is not running"]
+    observed.query_running(True)
+    assert observed.health.readiness() == []
+    observed.outage(True, retried=True)
+    assert observed.health.readiness() == ["outage: waiting out an outage"]
+    assert _value("cm_consumer_outage", topic="ready-topic") == 1
+    observed.outage(False)
+    clock.now += exporter.PROGRESS_MAX_AGE_S + 1
+    observed.beat()
+    assert observed.health.readiness() == ["progress: no progress for 121 s (bound 120 s)"]
+    observed.progress({"t:0": 5})
+    assert observed.health.readiness() == []
+    observed.query_running(False)
+    assert _value("cm_consumer_query_running", topic="ready-topic") == 0
