@@ -43,6 +43,7 @@ SUMMARY_SCHEMA = ", ".join(
         "dead_letters long",
         "control long",
         "last_offset long",
+        "oldest_timestamp_ms long",
     ]
 )
 _DEAD_LETTERS = ""  # the summary row of a partition's dead letters and control requests
@@ -181,6 +182,14 @@ def _records(frame: pd.DataFrame) -> list[KafkaRecord]:
     ]
 
 
+def _oldest_ms(frame: pd.DataFrame) -> int:
+    """The oldest Kafka timestamp of a chunk in ms (0 without the column or a value)."""
+    if "timestamp" not in frame:
+        return 0
+    oldest = frame["timestamp"].min()
+    return 0 if oldest is None or oldest != oldest else int(oldest.timestamp() * 1000)
+
+
 class PartitionApplier:
     """The ``mapInPandas`` function of the consumer (picklable: it holds only settings)."""
 
@@ -195,10 +204,17 @@ class PartitionApplier:
         for frame in frames:
             if frame.empty:
                 continue
-            yield pd.DataFrame(self.apply(store, _records(frame)))
+            oldest_ms = _oldest_ms(frame)
+            yield pd.DataFrame(self.apply(store, _records(frame), oldest_ms))
 
-    def apply(self, store: RedisStore, records: list[KafkaRecord]) -> list[dict[str, Any]]:
-        """Applies one chunk of a partition's records; returns its summary rows."""
+    def apply(
+        self, store: RedisStore, records: list[KafkaRecord], oldest_ms: int = 0
+    ) -> list[dict[str, Any]]:
+        """Applies one chunk of a partition's records; returns its summary rows.
+
+        ``oldest_ms``: the oldest Kafka timestamp among them (0: unknown), reported in the
+        partition's row for the driver's publish-to-visible latency.
+        """
         topic, partition = records[0].topic, records[0].partition
         decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
         # One round trip for the replicas this chunk names, not one per request.
@@ -239,6 +255,7 @@ class PartitionApplier:
                 last,
                 dead_letters=dead_letters,
                 control=control,
+                oldest_timestamp_ms=oldest_ms,
             )
         )
         return rows
@@ -251,8 +268,10 @@ def _summary(
     last_offset: int,
     dead_letters: int = 0,
     control: int = 0,
+    oldest_timestamp_ms: int = 0,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"partition": partition, "collection": collection}
     row.update({c: counts.get(c, 0) for c in APPLY_COUNTERS})
     row.update(dead_letters=dead_letters, control=control, last_offset=last_offset)
+    row.update(oldest_timestamp_ms=oldest_timestamp_ms)
     return row

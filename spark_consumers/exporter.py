@@ -3,8 +3,9 @@
 Everything is measured on the driver from what the consumer already knows: the applier's
 summary rows of each batch, the streaming query's progress, the outage record and the
 retraction timer's ticks. Nothing extra runs on the executors, and no multiprocess mode is
-needed. The lag is asked of Kafka every ``LAG_PROBE_S`` by a thread of its own, so a broker
-that does not answer never holds up the watch loop.
+needed. The lag (of Kafka) and the count of unpublished dead letters (of Redis) are asked
+every ``LAG_PROBE_S`` by a thread of its own, so a service that does not answer never holds
+up the watch loop.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from collection_manager.kafka.lag import lag_now
 from collection_manager.observability.endpoint import serve
 from collection_manager.observability.health import Health
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
+from collection_manager.storage.dead_letters import DeadLetterLedger
 from spark_consumers.metrics import BatchMetrics
 
 logger = logging.getLogger(__name__)
@@ -47,6 +50,13 @@ APPLIED = {
     )
     for counter in APPLY_COUNTERS
 }
+PUBLISH_TO_VISIBLE = Histogram(
+    "cm_consumer_publish_to_visible_seconds",
+    "Per batch, the oldest request's time from its Kafka timestamp (when its producer made "
+    "it) to the end of the batch that applied it: the worst staleness a reader saw.",
+    ["topic"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300),
+)
 DEAD_LETTERS = Counter(
     "cm_consumer_dead_letters",
     "Requests that became dead letters (undecodable, invalid, unissued or too large).",
@@ -77,6 +87,11 @@ OUTAGE = Gauge(
 OUTAGE_RETRIES = Counter(
     "cm_consumer_outage_retries", "Attempts that failed during outages.", ["topic"]
 )
+UNPUBLISHED = Gauge(
+    "cm_consumer_dead_letters_unpublished",
+    "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
+    "instead (all consumers of this Redis; `status` lists the newest).",
+)
 UP = Gauge("cm_consumer_query_running", "1 while the streaming query runs, else 0.", ["topic"])
 
 
@@ -86,6 +101,7 @@ class ConsumerObservability:
     Args:
         topic: the request topic, the ``topic`` label of every metric.
         bootstrap: Kafka, asked for the lag.
+        redis_url: Redis, asked for the count of unpublished dead letters ("": never).
         clock: monotonic seconds.
     """
 
@@ -94,9 +110,11 @@ class ConsumerObservability:
         topic: str,
         bootstrap: str,
         address: str = "",
+        redis_url: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.topic, self._bootstrap, self._clock = topic, bootstrap, clock
+        self._redis_url = redis_url
         self.health = Health(clock)
         self._read: dict[str, int] = {}  # what the last progress read, per topic:partition
         self._last_progress: float | None = None
@@ -130,7 +148,12 @@ class ConsumerObservability:
         """A batch ended after ``seconds``, having done what ``metrics`` says."""
         BATCHES.labels(self.topic).inc()
         BATCH_SECONDS.labels(self.topic).observe(seconds)
-        LAST_BATCH.labels(self.topic).set(time.time())
+        now = time.time()
+        LAST_BATCH.labels(self.topic).set(now)
+        if metrics.oldest_timestamp_ms > 0:
+            PUBLISH_TO_VISIBLE.labels(self.topic).observe(
+                max(0.0, now - metrics.oldest_timestamp_ms / 1000)
+            )
         DEAD_LETTERS.labels(self.topic).inc(metrics.dead_letters)
         CONTROL.labels(self.topic).inc(metrics.control)
         for collection, counters in metrics.collections.items():
@@ -180,14 +203,26 @@ class ConsumerObservability:
         return None
 
     def _probe_lag(self) -> None:
+        ledger: DeadLetterLedger | None = None
         while not self._stop.wait(LAG_PROBE_S):
-            if not self._read:
-                continue
-            try:
-                lag = lag_now(self._bootstrap, self._read)
-            except KafkaException as exc:
-                LAG_PROBE_FAILURES.labels(self.topic).inc()
-                logger.debug("lag probe: %s", exc)
-                continue
-            for key, behind in lag.items():
-                LAG.labels(self.topic, key.rpartition(":")[2]).set(behind)
+            if self._redis_url:
+                try:
+                    ledger = ledger or DeadLetterLedger(
+                        redis_client(self._redis_url, socket_timeout=2, socket_connect_timeout=2)
+                    )
+                    UNPUBLISHED.set(ledger.counts()["unpublished"])
+                except REDIS_FAULTS as exc:
+                    ledger = None  # a new client next time
+                    logger.debug("counting unpublished dead letters: %s", exc)
+            if self._read:
+                self._set_lag()
+
+    def _set_lag(self) -> None:
+        try:
+            lag = lag_now(self._bootstrap, self._read)
+        except KafkaException as exc:
+            LAG_PROBE_FAILURES.labels(self.topic).inc()
+            logger.debug("lag probe: %s", exc)
+            return
+        for key, behind in lag.items():
+            LAG.labels(self.topic, key.rpartition(":")[2]).set(behind)

@@ -40,7 +40,8 @@ def kafka_stream(
     starting: str = "earliest",
     security: Mapping[str, str] | None = None,
 ) -> DataFrame:
-    """The request topic as a streaming DataFrame of (topic, partition, offset, key, value).
+    """The request topic as a streaming DataFrame of (topic, partition, offset, key, value,
+    timestamp).
 
     Args:
         starting: Spark's ``startingOffsets``; it counts only for an empty checkpoint.
@@ -63,7 +64,8 @@ def kafka_stream(
     )
     if config.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", config.max_offsets_per_trigger)
-    return reader.load().select("topic", "partition", "offset", "key", "value")
+    # The timestamp (the producer's create time) measures publish-to-visible latency.
+    return reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
 
 
 def start_consumer(

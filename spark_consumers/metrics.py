@@ -33,6 +33,7 @@ class BatchMetrics:
     dead_letters: int
     control: int
     last_offsets: dict[int, int]
+    oldest_timestamp_ms: int = 0  # of the batch's records, by Kafka timestamp; 0: unknown
 
     @classmethod
     def of(cls, batch_id: int, rows: Iterable[Any]) -> BatchMetrics:
@@ -40,19 +41,22 @@ class BatchMetrics:
         collections: dict[str, dict[str, int]] = {}
         dead = control = 0
         offsets: dict[int, int] = {}
+        stamps = []
         for row in rows:
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
             partition = int(values["partition"])
             offsets[partition] = max(offsets.get(partition, -1), int(values["last_offset"]))
             dead += int(values["dead_letters"])
             control += int(values["control"])
+            stamps.append(int(values.get("oldest_timestamp_ms") or 0))
             if values["collection"]:
                 totals = collections.setdefault(
                     values["collection"], dict.fromkeys(APPLY_COUNTERS, 0)
                 )
                 for counter in APPLY_COUNTERS:
                     totals[counter] += int(values[counter])
-        return cls(batch_id, collections, dead, control, offsets)
+        oldest = min((stamp for stamp in stamps if stamp > 0), default=0)
+        return cls(batch_id, collections, dead, control, offsets, oldest)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready record."""

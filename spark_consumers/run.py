@@ -181,7 +181,10 @@ def run_consumer(
     """
     # First: a listen address that is taken ends the command before anything started.
     observed = ConsumerObservability(
-        config.topic, endpoints.kafka_bootstrap, config.consumer_metrics_address
+        config.topic,
+        endpoints.kafka_bootstrap,
+        config.consumer_metrics_address,
+        endpoints.redis_url,
     ).start()
     if observed.url:
         logger.info("metrics and health at %s (/metrics, /healthz, /readyz)", observed.url)

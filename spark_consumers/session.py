@@ -146,6 +146,9 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Kafka timestamps reach the applier as naive pandas times in this zone, which
+        # the applier reads as UTC (publish-to-visible latency).
+        .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
     return session

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import subprocess
 from collections.abc import Callable
 
 from collection_manager.config import InfraConfig
@@ -25,17 +23,6 @@ logger = logging.getLogger(__name__)
 
 def _nothing(_service: Service) -> None:
     pass
-
-
-def apt_install_redis() -> None:
-    """Installs Debian's redis-server (``collection-manager setup`` does, as root)."""
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "redis-server"]):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-        if done.returncode != 0:
-            raise InfrastructureError(
-                f"'{' '.join(cmd)}' failed while installing redis-server:\n{done.stderr[-2000:]}"
-            )
 
 
 def require_redis_server() -> str:

@@ -97,6 +97,10 @@ def test_the_consumer_serves_metrics_and_readiness_and_status_sees_it_die(
             labels = {"topic": topic, "collection": spec.name}
             assert status == 200
             assert _sample(metrics, "cm_consumer_requests_applied_total", labels) == REQUESTS
+            seen = _sample(
+                metrics, "cm_consumer_publish_to_visible_seconds_count", {"topic": topic}
+            )
+            assert (seen or 0) >= 1
             assert _get(base + "/readyz") == (200, "ok\n")
 
         assert_eventually(counted, timeout=30)
