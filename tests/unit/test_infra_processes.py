@@ -170,6 +170,5 @@ def test_unresolvable_jars_show_mavens_output(tmp_path: Path) -> None:
 
 def test_missing_redis_server_without_root_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(redis_server.shutil, "which", lambda _: None)
-    monkeypatch.setattr(redis_server.os, "geteuid", lambda: 1000)
     with pytest.raises(InfrastructureError, match=r"apt-get install redis-server.*CM_REDIS_URL"):
         redis_server.require_redis_server()
