@@ -8,14 +8,40 @@ carry no metric code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from producers.agent import ReplicaAgent
 
-_LABELS = ["replica", "collection"]
+_PER_COLLECTION = ("replica", "collection")
+
+# (type, exposed name, labels, help) of each family, in the order they are collected.
+AGENT_FAMILIES: list[tuple[str, str, Sequence[str], str]] = [
+    ("counter", "cm_agent_requests_produced_total", _PER_COLLECTION,
+     "Requests handed to the producer."),
+    ("counter", "cm_agent_requests_delivered_total", _PER_COLLECTION,
+     "Requests the broker acknowledged."),
+    ("counter", "cm_agent_delivery_failures_total", (*_PER_COLLECTION, "error"),
+     "Requests that failed for good, by librdkafka error name."),
+    ("counter", "cm_agent_requests_purged_total", _PER_COLLECTION,
+     "Requests dropped from the queue when the agent was cancelled."),
+    ("gauge", "cm_agent_queue_depth", _PER_COLLECTION,
+     "Requests whose outcome is not known yet."),
+    ("gauge", "cm_agent_active", ("replica",),
+     "1 while the agent publishes as its epoch; 0 once it stopped (removed, cancelled or "
+     "silenced)."),
+    ("gauge", "cm_agent_epoch", ("replica",), "The epoch the agent publishes as."),
+]  # fmt: skip
+
+
+def _family(
+    kind: str, name: str, labels: Sequence[str], help_text: str
+) -> CounterMetricFamily | GaugeMetricFamily:
+    if kind == "counter":
+        return CounterMetricFamily(name.removesuffix("_total"), help_text, labels=labels)
+    return GaugeMetricFamily(name, help_text, labels=labels)
 
 
 class AgentCollector(Collector):
@@ -25,26 +51,10 @@ class AgentCollector(Collector):
         self._agent = agent
 
     def collect(self) -> Iterator[Metric]:
+        produced, delivered, failed, purged, queued, active, epoch = (
+            _family(*spec) for spec in AGENT_FAMILIES
+        )
         replica = self._agent.replica_id
-        produced = CounterMetricFamily(
-            "cm_agent_requests_produced", "Requests handed to the producer.", labels=_LABELS
-        )
-        delivered = CounterMetricFamily(
-            "cm_agent_requests_delivered", "Requests the broker acknowledged.", labels=_LABELS
-        )
-        failed = CounterMetricFamily(
-            "cm_agent_delivery_failures",
-            "Requests that failed for good, by librdkafka error name.",
-            labels=[*_LABELS, "error"],
-        )
-        purged = CounterMetricFamily(
-            "cm_agent_requests_purged",
-            "Requests dropped from the queue when the agent was cancelled.",
-            labels=_LABELS,
-        )
-        queued = GaugeMetricFamily(
-            "cm_agent_queue_depth", "Requests whose outcome is not known yet.", labels=_LABELS
-        )
         for collection, stats in sorted(self._agent.stats().items()):
             labels = [replica, collection]
             produced.add_metric(labels, stats.produced)
@@ -53,15 +63,6 @@ class AgentCollector(Collector):
             queued.add_metric(labels, stats.pending)
             for error, count in sorted(stats.failures.items()):
                 failed.add_metric([*labels, error], count)
-        active = GaugeMetricFamily(
-            "cm_agent_active",
-            "1 while the agent publishes as its epoch; 0 once it stopped (removed, cancelled "
-            "or silenced).",
-            labels=["replica"],
-        )
         active.add_metric([replica], 0 if self._agent.stopped else 1)
-        epoch = GaugeMetricFamily(
-            "cm_agent_epoch", "The epoch the agent publishes as.", labels=["replica"]
-        )
         epoch.add_metric([replica], self._agent.epoch or 0)
         yield from (produced, delivered, failed, purged, queued, active, epoch)

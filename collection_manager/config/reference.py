@@ -157,33 +157,36 @@ def render_reference(classes: Sequence[type[Any]] = CONFIG_CLASSES) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def _bounds(document: str) -> tuple[int, int]:
-    start = document.find(START_MARKER)
-    end = document.find(END_MARKER)
+def _bounds(document: str, markers: tuple[str, str]) -> tuple[int, int]:
+    begin, finish = markers
+    start = document.find(begin)
+    end = document.find(finish)
     if start < 0 or end < start:
         raise CollectionManagerError(
-            f"the document has no {START_MARKER} ... {END_MARKER} section, in that order"
+            f"the document has no {begin} ... {finish} section, in that order"
         )
-    return start + len(START_MARKER), end
+    return start + len(begin), end
 
 
-def extract_reference(document: str) -> str:
+def extract_reference(document: str, markers: tuple[str, str] = (START_MARKER, END_MARKER)) -> str:
     """The text between the markers, without the newline after the start marker.
 
     Raises:
         CollectionManagerError: when the markers are missing or out of order.
     """
-    start, end = _bounds(document)
+    start, end = _bounds(document, markers)
     return document[start:end].removeprefix("\n")
 
 
-def replace_reference(document: str, reference: str) -> str:
+def replace_reference(
+    document: str, reference: str, markers: tuple[str, str] = (START_MARKER, END_MARKER)
+) -> str:
     """``document`` with the text between the markers replaced by ``reference``.
 
     Raises:
         CollectionManagerError: when the markers are missing or out of order.
     """
-    start, end = _bounds(document)
+    start, end = _bounds(document, markers)
     return document[:start] + "\n" + reference + document[end:]
 
 
