@@ -27,5 +27,7 @@ USER cm
 WORKDIR /home/cm
 # Spark runs local[*] inside the container; its state (checkpoints, scratch) is kept here.
 ENV PATH=/opt/cm/bin:$PATH CM_STATE_DIR=/home/cm/state
-HEALTHCHECK --interval=5s --timeout=5s --retries=60 CMD collection-manager --help >/dev/null
+# The process' own /healthz when it serves one (CM_*_METRICS_ADDRESS); compose asks /readyz.
+HEALTHCHECK --interval=5s --timeout=5s --retries=60 \
+  CMD ["python", "-m", "collection_manager.observability.probe", "/healthz"]
 ENTRYPOINT ["collection-manager"]

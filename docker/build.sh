@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the project's three images: cm-redis, cm-kafka and cm-app (docker/*.Dockerfile).
+# Builds the project's four images: cm-redis, cm-kafka, cm-app and cm-prometheus
+# (docker/*.Dockerfile).
 #
 #   docker/build.sh            with BASE_IMAGE (default: cm-base:bookworm when it exists,
 #                              as docker/engine.sh base makes it, else debian:bookworm-slim)
@@ -32,6 +33,7 @@ build() { # image, Dockerfile, context, more docker build arguments
 }
 
 build cm-redis docker/redis.Dockerfile docker
+build cm-prometheus docker/prometheus.Dockerfile docker/prometheus
 
 version() { .venv/bin/python -c "from collection_manager.config import $1; print($1)"; }
 KAFKA_VERSION="$(version KAFKA_VERSION)"

@@ -134,8 +134,9 @@ def consumer_summary(
     known = kafka == "reachable"
     last = (liveness.last if liveness else None) or {}
     if liveness is None or liveness.alive:
+        beating = liveness is not None or bool(progress)  # it beats, or it reported progress
         state = {
-            "state": health.get("state", "running" if progress else "unknown"),
+            "state": health.get("state", "running" if beating else "unknown"),
             "state_since_ms": health.get("since_ms"),
             "retries": int(health.get("retries", 0)),
             "outage_cause": health.get("cause") or None,

@@ -109,9 +109,10 @@ class Children:
         self.started: list[Child] = []
         self._env = dict(env)
 
-    def spawn(self, name: str, args: Sequence[str]) -> Child:
-        """Starts ``collection-manager <args>`` with its output in ``<name>.log``."""
-        child = Child(name, args, self._env, self.work_dir / f"{name}.log")
+    def spawn(self, name: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> Child:
+        """Starts ``collection-manager <args>`` with its output in ``<name>.log``; ``env``
+        adds to (or overrides) every child's environment."""
+        child = Child(name, args, {**self._env, **(env or {})}, self.work_dir / f"{name}.log")
         self.started.append(child)
         return child
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import socket
 import threading
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client import REGISTRY
 
 from collection_manager import devservices
 from collection_manager.config import (
@@ -43,6 +45,8 @@ from collection_manager.demo.phases import DemoError, DemoRun, Reporter
 from collection_manager.demo.verify import Verification, verify
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.kafka.security import from_environment
+from collection_manager.observability.endpoint import Endpoint
+from collection_manager.observability.health import Health, recent
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
@@ -243,10 +247,11 @@ def _child_env(
 def _start_consumer(run: DemoRun) -> None:
     run.phase = "starting the Spark consumer"
     launched = time.time()
-    child = run.children.spawn("consumer", ["consume"])
+    address = _loopback_address()
+    child = run.children.spawn("consumer", ["consume"], {"CM_CONSUMER_METRICS_ADDRESS": address})
     run.consumer = child
     run.wait_for(lambda: run.consumer_ran_after(launched), "the consumer's first micro-batch")
-    run.event(f"Spark consumer running (pid {child.pid})")
+    run.event(f"Spark consumer running (pid {child.pid}), metrics at http://{address}/metrics")
 
 
 def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
@@ -256,7 +261,11 @@ def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
         args = ["replica", "run", "--id", replica, "--workers", str(WORKERS)]
         args += ["--dataflows", dataflows, "--steps", str(plan.steps)]
         args += ["--state-file", str(run.children.state_file(replica))]
-        run.agents[replica] = run.children.spawn(replica, args)
+        address = _loopback_address()
+        run.agents[replica] = run.children.spawn(
+            replica, args, {"CM_AGENT_METRICS_ADDRESS": address}
+        )
+        run.event(f"{replica}: metrics at http://{address}/metrics")
     run.wait_for(run.all_visible, "every replica's heartbeat and rows in Redis")
 
 
@@ -267,11 +276,31 @@ def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
     out while the consumer was still starting.
     """
     stop = threading.Event()
-    loop = threading.Thread(target=run.controller.run_leases, args=(stop,), daemon=True)
+    health = Health()
+    health.watch_loop("leases", max_age_s=60.0)
+    health.add_check("leases", recent("lease check", lambda: run.controller.last_check_ms, 30.0))
+    loop = threading.Thread(
+        target=run.controller.run_leases,
+        args=(stop,),
+        kwargs={"went_round": lambda: health.beat("leases")},
+        daemon=True,
+    )
     loop.start()
     stack.callback(_stop_thread, stop, loop)
+    # The demo is the controller's process: it serves the controller's metrics.
+    endpoint = Endpoint(_loopback_address(), "the demo's controller listener", REGISTRY, health)
+    stack.callback(endpoint.close)
     ttl = run.controller.config.replica_ttl_ms / 1000
-    run.event(f"controller: lease loop running, leases of {ttl:.0f}s")
+    run.event(
+        f"controller: lease loop running, leases of {ttl:.0f}s, metrics at {endpoint.url}/metrics"
+    )
+
+
+def _loopback_address() -> str:
+    """A free port on loopback, for a listener of the demo's (free now: nobody else's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:

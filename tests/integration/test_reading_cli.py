@@ -27,9 +27,11 @@ from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.devservices.services import Service, save_services
+from collection_manager.storage.heartbeats import CONSUMER, Heartbeat, alive_key, beat_key
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore, wall_clock_ms
 from spark_consumers.metrics import BatchMetrics, record_batch, record_progress
+from tests.support import assert_eventually
 
 # A "count" column on purpose: it must not clash with the multiplicity in the output.
 ROW_SCHEMA = {
@@ -193,8 +195,8 @@ def test_query_and_describe_show_row_ttls(
 def consumer_record(
     redis: redis_lib.Redis, endpoints: devservices.Endpoints, topic: str
 ) -> Iterator[str]:
-    """A consumer record of ``topic`` whose last batch read 41 of the 45 records of its
-    partition 0 (it saw no lag when it planned it), and one of another topic."""
+    """A running consumer's record of ``topic`` whose last batch read 41 of the 45 records
+    of its partition 0 (it saw no lag when it planned it), and one of another topic."""
     producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap})
     for _ in range(45):
         producer.produce(topic, b"x", partition=0)
@@ -208,10 +210,18 @@ def consumer_record(
         "sources": [{"endOffset": {topic: {"0": 41}}, "latestOffset": {topic: {"0": 41}}}],
     }
     record_progress(endpoints.redis_url, topic, progress)
+    heartbeat = Heartbeat(endpoints.redis_url, CONSUMER, topic).start()  # it runs
     try:
+        assert_eventually(lambda: _alive(redis, topic), timeout=10, interval=0.05)
         yield topic
     finally:
+        heartbeat.stop()
         redis.delete(consumer_key(topic), consumer_key(f"other-{topic}"))
+        redis.delete(beat_key(CONSUMER, topic))
+
+
+def _alive(redis: redis_lib.Redis, topic: str) -> None:
+    assert redis.exists(alive_key(CONSUMER, topic))
 
 
 def test_status_shows_the_consumer_its_lag_now_and_the_collections(
