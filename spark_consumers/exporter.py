@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException
 from prometheus_client import Counter, Gauge, Histogram
 
 from collection_manager.kafka.lag import lag_now
-from collection_manager.observability.endpoint import serve
+from collection_manager.observability.endpoint import process_registry, serve
 from collection_manager.observability.health import Health
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
@@ -37,16 +37,22 @@ LAG_PROBE_S = 10.0
 # What metric names the applier's counters get; the others are named as they are.
 _NAMES = {"requests": "requests_applied", "updates": "updates_applied"}
 
-BATCHES = Counter("cm_consumer_batches", "Micro-batches applied.", ["topic"])
+REGISTRY = process_registry()  # what the consumer's /metrics shows
+
+BATCHES = Counter("cm_consumer_batches", "Micro-batches applied.", ["topic"], registry=REGISTRY)
 BATCH_SECONDS = Histogram(
     "cm_consumer_batch_duration_seconds",
     "Time of a micro-batch on the driver: reading, applying on the executors, recording.",
     ["topic"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+    registry=REGISTRY,
 )
 APPLIED = {
     counter: Counter(
-        f"cm_consumer_{_NAMES.get(counter, counter)}", MEANINGS[counter], ["topic", "collection"]
+        f"cm_consumer_{_NAMES.get(counter, counter)}",
+        MEANINGS[counter],
+        ["topic", "collection"],
+        registry=REGISTRY,
     )
     for counter in APPLY_COUNTERS
 }
@@ -56,43 +62,65 @@ PUBLISH_TO_VISIBLE = Histogram(
     "it) to the end of the batch that applied it: the worst staleness a reader saw.",
     ["topic"],
     buckets=(0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300),
+    registry=REGISTRY,
 )
 DEAD_LETTERS = Counter(
     "cm_consumer_dead_letters",
     "Requests that became dead letters (undecodable, invalid, unissued or too large).",
     ["topic"],
+    registry=REGISTRY,
 )
-CONTROL = Counter("cm_consumer_control_requests", "Control requests applied.", ["topic"])
+CONTROL = Counter(
+    "cm_consumer_control_requests", "Control requests applied.", ["topic"], registry=REGISTRY
+)
 TIMER_RETRACTIONS = Counter(
     "cm_consumer_timer_retractions",
     "Rows the retraction timer retracted: their valid_until or their TTL passed.",
     ["topic"],
+    registry=REGISTRY,
 )
 LAST_BATCH = Gauge(
-    "cm_consumer_last_batch_timestamp_seconds", "When the last batch ended (Unix time).", ["topic"]
+    "cm_consumer_last_batch_timestamp_seconds",
+    "When the last batch ended (Unix time).",
+    ["topic"],
+    registry=REGISTRY,
 )
 LAG = Gauge(
     "cm_consumer_lag_records",
     "Records Kafka holds beyond what the consumer read, per partition, as last asked.",
     ["topic", "partition"],
+    registry=REGISTRY,
 )
 LAG_PROBE_FAILURES = Counter(
-    "cm_consumer_lag_probe_failures", "Lag probes that Kafka did not answer in time.", ["topic"]
+    "cm_consumer_lag_probe_failures",
+    "Lag probes that Kafka did not answer in time.",
+    ["topic"],
+    registry=REGISTRY,
 )
 OUTAGE = Gauge(
     "cm_consumer_outage",
     "1 while the consumer waits out an outage of Redis, Kafka or its query, else 0.",
     ["topic"],
+    registry=REGISTRY,
 )
 OUTAGE_RETRIES = Counter(
-    "cm_consumer_outage_retries", "Attempts that failed during outages.", ["topic"]
+    "cm_consumer_outage_retries",
+    "Attempts that failed during outages.",
+    ["topic"],
+    registry=REGISTRY,
 )
 UNPUBLISHED = Gauge(
     "cm_consumer_dead_letters_unpublished",
     "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
     "instead (all consumers of this Redis; `status` lists the newest).",
+    registry=REGISTRY,
 )
-UP = Gauge("cm_consumer_query_running", "1 while the streaming query runs, else 0.", ["topic"])
+UP = Gauge(
+    "cm_consumer_query_running",
+    "1 while the streaming query runs, else 0.",
+    ["topic"],
+    registry=REGISTRY,
+)
 
 
 class ConsumerObservability:
@@ -126,7 +154,7 @@ class ConsumerObservability:
             metric.labels(topic)  # shown as 0 from the start, so rate() sees the first one
         OUTAGE.labels(topic).set(0)
         UP.labels(topic).set(0)
-        self._endpoint = serve(address, "CM_CONSUMER_METRICS_ADDRESS", self.health)
+        self._endpoint = serve(address, "CM_CONSUMER_METRICS_ADDRESS", REGISTRY, self.health)
         self._prober = threading.Thread(target=self._probe_lag, name="lag-probe", daemon=True)
 
     @property

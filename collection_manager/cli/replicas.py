@@ -11,15 +11,14 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import REGISTRY
-
 from collection_manager import devservices
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
-from collection_manager.observability.endpoint import Endpoint, serve
+from collection_manager.observability.endpoint import Endpoint, process_registry, serve
 from collection_manager.observability.health import Health, recent
 from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 
@@ -168,8 +167,9 @@ def _serve_agent(agent: ReplicaAgent, address: str, health: Health) -> Endpoint 
         return None
     health.watch_loop("agent", max_age_s=30.0)
     health.add_check("epoch", lambda: f"stopped: {agent.reason}" if agent.stopped else None)
-    REGISTRY.register(AgentCollector(agent))
-    return serve(address, _AGENT_SETTING, health)
+    registry = process_registry()
+    registry.register(AgentCollector(agent))
+    return serve(address, _AGENT_SETTING, registry, health)
 
 
 def _beating(health: Health, done: Callable[[], bool]) -> Callable[[], bool]:
@@ -260,7 +260,12 @@ def run_controller(args: argparse.Namespace) -> int:
         "leases", recent("lease check", lambda: controller.last_check_ms, max(30.0, 5 * interval_s))
     )
     try:
-        endpoint = serve(controller.config.controller_metrics_address, _CONTROLLER_SETTING, health)
+        endpoint = serve(
+            controller.config.controller_metrics_address,
+            _CONTROLLER_SETTING,
+            controller_metrics.REGISTRY,
+            health,
+        )
     except CollectionManagerError:
         controller.close()
         raise

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import socket
 import threading
 import time
 from collections import Counter
@@ -24,7 +23,6 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client import REGISTRY
 
 from collection_manager import devservices
 from collection_manager.config import (
@@ -34,6 +32,7 @@ from collection_manager.config import (
     env_name,
     from_env,
 )
+from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Delete
@@ -43,6 +42,7 @@ from collection_manager.demo.frames import Frame, Plan
 from collection_manager.demo.observe import Observer
 from collection_manager.demo.phases import DemoError, DemoRun, Reporter
 from collection_manager.demo.verify import Verification, verify
+from collection_manager.devservices.processes import LOOPBACK, free_port
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.kafka.security import from_environment
 from collection_manager.observability.endpoint import Endpoint
@@ -288,7 +288,9 @@ def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
     loop.start()
     stack.callback(_stop_thread, stop, loop)
     # The demo is the controller's process: it serves the controller's metrics.
-    endpoint = Endpoint(_loopback_address(), "the demo's controller listener", REGISTRY, health)
+    endpoint = Endpoint(
+        _loopback_address(), "the demo's controller listener", controller_metrics.REGISTRY, health
+    )
     stack.callback(endpoint.close)
     ttl = run.controller.config.replica_ttl_ms / 1000
     run.event(
@@ -297,10 +299,8 @@ def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
 
 
 def _loopback_address() -> str:
-    """A free port on loopback, for a listener of the demo's (free now: nobody else's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
+    """A free port on loopback, for a listener of the demo's."""
+    return f"{LOOPBACK}:{free_port()}"
 
 
 def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:

@@ -13,7 +13,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    generate_latest,
+)
 
 from collection_manager.config.errors import ConfigError
 from collection_manager.observability.health import Health
@@ -34,8 +41,18 @@ def parse_address(address: str, setting: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def process_registry() -> CollectorRegistry:
+    """A registry of one kind of process' own metrics, with the standard ``process_*`` and
+    ``python_*`` families. Every command is one program that imports every module, so the
+    default registry would show a consumer the controller's metrics too."""
+    registry = CollectorRegistry()
+    for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        registry.register(collector)
+    return registry
+
+
 def serve(
-    address: str, setting: str, health: Health, registry: CollectorRegistry = REGISTRY
+    address: str, setting: str, registry: CollectorRegistry, health: Health
 ) -> Endpoint | None:
     """The process' listener at ``address`` (the value of ``setting``); None when empty."""
     return Endpoint(address, setting, registry, health) if address else None

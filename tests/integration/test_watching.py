@@ -1,6 +1,7 @@
-"""Processes an operator can watch: the consumer's /metrics count what it applied, its
-/readyz fails while Redis is away and recovers after, and ``status`` tells a SIGKILLed
-consumer or controller from a running one within the heartbeat's expiry."""
+"""Processes an operator can watch: a real Prometheus scrapes the consumer, the controller
+and an agent and counts exactly what was applied; the consumer's /readyz fails while Redis
+is away and recovers after; ``status`` tells a SIGKILLed consumer or controller from a
+running one within the heartbeat's expiry, and the consumer-down alert fires."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -21,22 +21,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from collection_manager.core.requests import Append
+from collection_manager.devservices.processes import free_port
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.heartbeats import ALIVE_EXPIRY_S
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
 from tests.integration.consumer_process import consumer_env, kill, run_cli, start_consumer
+from tests.integration.local_prometheus import LocalPrometheus
 from tests.integration.own_services import OwnService
 from tests.support import assert_eventually
 
 REQUESTS = 5
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -45,6 +41,8 @@ def _get(url: str) -> tuple[int, str]:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
+    except urllib.error.URLError as error:  # nothing listens (yet)
+        return 0, str(error.reason)
 
 
 def _sample(metrics: str, name: str, labels: dict[str, str]) -> float | None:
@@ -61,9 +59,13 @@ def _status(env: dict[str, str]) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
-def test_the_consumer_serves_metrics_and_readiness_and_status_sees_it_die(
+def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_truth(
     kafka: str, own_service: Callable[[str], OwnService], unique: str, tmp_path: Path
 ) -> None:
+    """A real Prometheus scrapes the consumer, the controller and an agent. It counts
+    exactly the requests sent and sees the lag back at 0; the consumer's /readyz fails while
+    Redis is away and recovers; a SIGKILLed consumer is ``stopped`` in ``status`` and makes
+    the consumer-down alert fire."""
     redis_server = own_service("redis")
     url = redis_server.address
     store = RedisStore.connect(url)
@@ -72,13 +74,19 @@ def test_the_consumer_serves_metrics_and_readiness_and_status_sees_it_die(
     topic = f"watched-{unique}"
     admin = AdminClient({"bootstrap.servers": kafka})
     admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
-    address = f"127.0.0.1:{_free_port()}"
-    env = consumer_env(kafka, url, topic, tmp_path) | {"CM_CONSUMER_METRICS_ADDRESS": address}
+    consumer_at, controller_at, agent_at = (f"127.0.0.1:{free_port()}" for _ in range(3))
+    env = consumer_env(kafka, url, topic, tmp_path) | {"CM_CONSUMER_METRICS_ADDRESS": consumer_at}
     log = tmp_path / "consumer.log"
     consumer = start_consumer(env, log)
     cli_env = {"CM_REDIS_URL": url, "CM_KAFKA_BOOTSTRAP": kafka, "CM_TOPIC": topic}
-    base = f"http://{address}"
+    jobs = {"cm-consumer": [consumer_at], "cm-controller": [controller_at], "cm-agent": [agent_at]}
+    prometheus = LocalPrometheus(tmp_path / "prometheus", jobs)
+    others: list[subprocess.Popen[bytes]] = []
+    base = f"http://{consumer_at}"
     try:
+        assert_eventually(lambda: _ready(base), timeout=120, interval=0.5)
+        applied_total = f'cm_consumer_requests_applied_total{{collection="{spec.name}"}}'
+        assert prometheus.value(applied_total) is None  # nothing applied to it yet
         producer = KafkaProducer(ProducerConfig(kafka))
         rows = [(f"r{i}", "e1", i) for i in range(REQUESTS)]
         for row in rows:
@@ -86,24 +94,15 @@ def test_the_consumer_serves_metrics_and_readiness_and_status_sees_it_die(
             producer.produce(topic, spec.name.encode(), encode_request(append))
         producer.close()
 
-        def applied() -> None:
-            assert consumer.poll() is None, log.read_text()[-3000:]
-            assert store.snapshot(spec.name).rows == {row: 1 for row in rows}
-
-        assert_eventually(applied, timeout=120, interval=0.2)
-
         def counted() -> None:
-            status, metrics = _get(base + "/metrics")
-            labels = {"topic": topic, "collection": spec.name}
-            assert status == 200
-            assert _sample(metrics, "cm_consumer_requests_applied_total", labels) == REQUESTS
-            seen = _sample(
-                metrics, "cm_consumer_publish_to_visible_seconds_count", {"topic": topic}
-            )
-            assert (seen or 0) >= 1
-            assert _get(base + "/readyz") == (200, "ok\n")
+            assert consumer.poll() is None, log.read_text()[-3000:]
+            assert prometheus.value(applied_total) == REQUESTS
+            visible = f'cm_consumer_publish_to_visible_seconds_count{{topic="{topic}"}}'
+            assert (prometheus.value(visible) or 0) >= 1
+            assert prometheus.value(f'sum(cm_consumer_lag_records{{topic="{topic}"}})') == 0
 
-        assert_eventually(counted, timeout=30)
+        assert_eventually(counted, timeout=120, interval=0.5)
+        assert store.snapshot(spec.name).rows == {row: 1 for row in rows}
         assert _get(base + "/healthz") == (200, "ok\n")
         seen = _status(cli_env)["consumer"]
         assert (seen["state"], seen["pid"]) == ("running", consumer.pid)
@@ -118,17 +117,57 @@ def test_the_consumer_serves_metrics_and_readiness_and_status_sees_it_die(
             assert _get(base + "/healthz") == (200, "ok\n")  # waiting is its job: alive
 
         assert_eventually(lambda: _ready(base), timeout=120, interval=0.5)
+
+        others.append(
+            _cli(["controller", "run"], cli_env, CM_CONTROLLER_METRICS_ADDRESS=controller_at)
+        )
+        others.append(
+            _cli(["replica", "run", "--id", "r1"], cli_env, CM_AGENT_METRICS_ADDRESS=agent_at)
+        )
+
+        def all_scraped() -> None:
+            assert {r["metric"]["job"] for r in prometheus.query("up == 1")} == set(jobs)
+            assert (prometheus.value("sum(cm_agent_requests_delivered_total)") or 0) > 0
+            assert (prometheus.value("cm_controller_lease_checks_total") or 0) > 0
+            assert prometheus.value('cm_controller_replicas{state="active"}') == 1
+
+        assert_eventually(all_scraped, timeout=120, interval=0.5)
+        assert prometheus.firing() == set()
+
         kill(consumer)
 
-        def stopped() -> None:
+        def stopped_and_alerted() -> None:
             assert _status(cli_env)["consumer"]["state"] == "stopped"
+            assert "CollectionManagerConsumerDown" in prometheus.firing()
 
-        assert_eventually(stopped, timeout=ALIVE_EXPIRY_S + 10, interval=1)
+        assert_eventually(stopped_and_alerted, timeout=ALIVE_EXPIRY_S + 15, interval=1)
     finally:
+        for process in others:
+            process.send_signal(signal.SIGTERM)
+        for process in others:
+            _reaped(process)
         if consumer.poll() is None:
             kill(consumer)
+        prometheus.stop()
         admin.delete_topics([topic])
     assert "Traceback" not in log.read_text()
+
+
+def _cli(argv: list[str], env: dict[str, str], **more: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "collection_manager.cli.main", *argv],
+        env={**os.environ, **env, **more},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _reaped(process: subprocess.Popen[bytes]) -> None:
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(30)
 
 
 def _ready(base: str) -> None:
@@ -140,7 +179,7 @@ def test_the_controller_serves_metrics_and_status_tells_it_from_a_killed_one(
 ) -> None:
     url = own_service("redis").address
     env = {"CM_REDIS_URL": url, "CM_KAFKA_BOOTSTRAP": kafka, "CM_TOPIC": f"ctl-{unique}"}
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     controller = subprocess.Popen(
         [sys.executable, "-m", "collection_manager.cli.main", "controller", "run"],
         env={**os.environ, **env, "CM_CONTROLLER_METRICS_ADDRESS": address},

@@ -116,9 +116,7 @@ def test_parse_address_takes_ipv6_in_brackets() -> None:
 
 
 def _value(name: str, **labels: str) -> float:
-    from prometheus_client import REGISTRY
-
-    value = REGISTRY.get_sample_value(name, labels)
+    value = exporter.REGISTRY.get_sample_value(name, labels)
     return 0.0 if value is None else value
 
 
@@ -135,6 +133,12 @@ def test_the_consumer_counts_what_each_batch_reports() -> None:
     assert _value("cm_consumer_updates_applied_total", **labels) >= 9
     assert _value("cm_consumer_batch_duration_seconds_count", topic="metrics-topic") >= 2
     assert _value("cm_consumer_dead_letters_total", topic="metrics-topic") >= 2
+
+
+def test_the_consumers_metrics_are_its_own_and_the_standard_families() -> None:
+    names = {metric.name for metric in exporter.REGISTRY.collect()}
+    assert "cm_consumer_batches" in names and "process_cpu_seconds" in names
+    assert not any(name.startswith(("cm_controller", "cm_agent")) for name in names)
 
 
 def test_the_consumer_is_ready_only_while_its_query_runs_without_an_outage() -> None:
