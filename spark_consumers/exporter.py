@@ -109,6 +109,13 @@ OUTAGE_RETRIES = Counter(
     ["topic"],
     registry=REGISTRY,
 )
+GROUP_COMMIT_FAILURES = Counter(
+    "cm_consumer_group_commit_failures",
+    "Commits of applied offsets to CM_COMMIT_GROUP that Kafka did not take (retried with "
+    "the next batch's offsets).",
+    ["topic"],
+    registry=REGISTRY,
+)
 UNPUBLISHED = Gauge(
     "cm_consumer_dead_letters_unpublished",
     "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
@@ -188,6 +195,9 @@ class ConsumerObservability:
             for counter, value in counters.items():
                 if value:
                     APPLIED[counter].labels(self.topic, collection).inc(value)
+
+    def group_commit_failed(self) -> None:
+        GROUP_COMMIT_FAILURES.labels(self.topic).inc()
 
     def progress(self, read: Mapping[str, int]) -> None:
         """The query reported progress (a batch, or an idle trigger) having read ``read``."""

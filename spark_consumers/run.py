@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException
 from collection_manager.config import ConsumerConfig, SparkConfig, redact_url
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
+from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
@@ -27,7 +28,7 @@ from spark_consumers.broker_probe import BrokerProbe
 from spark_consumers.errors import ConsumerError
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
-from spark_consumers.metrics import read_offsets, record_progress
+from spark_consumers.metrics import BatchMetrics, read_offsets, record_progress
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
 from spark_consumers.supervision import Outage, until_done
@@ -200,6 +201,11 @@ def run_consumer(
     )
     probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
     heartbeat = Heartbeat(endpoints.redis_url, CONSUMER, config.topic).start()
+    group = (
+        GroupOffsets(endpoints.kafka_bootstrap, config.topic, config.commit_group)
+        if config.commit_group
+        else None
+    )
     try:
         store = until_done(
             lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
@@ -223,7 +229,7 @@ def run_consumer(
                     endpoints.kafka_bootstrap,
                     endpoints.redis_url,
                     replica_namespace=replica_namespace,
-                    batch_done=observed.batch,
+                    batch_done=_batch_done(observed, group),
                 )
                 logger.info(
                     "consuming %s from %s into %s",
@@ -242,6 +248,26 @@ def run_consumer(
         probe.stop()
         heartbeat.stop()
         observed.close()
+        if group is not None:
+            group.close()
+
+
+def _batch_done(
+    observed: ConsumerObservability, group: GroupOffsets | None
+) -> Callable[[BatchMetrics, float], None]:
+    """What the driver does after each batch: its metrics, and the group's offsets."""
+
+    def done(metrics: BatchMetrics, seconds: float) -> None:
+        observed.batch(metrics, seconds)
+        if group is None:
+            return
+        try:
+            group.commit(metrics.last_offsets)
+        except KafkaException as exc:  # the next batch commits newer offsets
+            observed.group_commit_failed()
+            logger.warning("committing the applied offsets to the group failed: %s", exc)
+
+    return done
 
 
 def _prepared_store(redis_url: str) -> RedisStore:

@@ -204,6 +204,12 @@ class ConsumerConfig:
         4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
     )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    commit_group: str = setting(
+        "",
+        "Kafka consumer group that the consumer commits its applied offsets to after each "
+        "batch, so kafka_exporter, Burrow and kafka-consumer-groups.sh show its lag; empty: "
+        "none. Redis's progress stays the truth of what was applied.",
+    )
     consumer_metrics_address: str = setting(
         "",
         "host:port where `consume` serves /metrics (Prometheus), /healthz and /readyz, e.g. "

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -75,7 +76,10 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
     admin = AdminClient({"bootstrap.servers": kafka})
     admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
     consumer_at, controller_at, agent_at = (f"127.0.0.1:{free_port()}" for _ in range(3))
-    env = consumer_env(kafka, url, topic, tmp_path) | {"CM_CONSUMER_METRICS_ADDRESS": consumer_at}
+    env = consumer_env(kafka, url, topic, tmp_path) | {
+        "CM_CONSUMER_METRICS_ADDRESS": consumer_at,
+        "CM_COMMIT_GROUP": f"group-{unique}",
+    }
     log = tmp_path / "consumer.log"
     consumer = start_consumer(env, log)
     cli_env = {"CM_REDIS_URL": url, "CM_KAFKA_BOOTSTRAP": kafka, "CM_TOPIC": topic}
@@ -103,6 +107,13 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
 
         assert_eventually(counted, timeout=120, interval=0.5)
         assert store.snapshot(spec.name).rows == {row: 1 for row in rows}
+        # The group the ecosystem's lag tools read is at the end of every partition.
+        ends = _end_offsets(kafka, topic)
+
+        def committed() -> None:
+            assert _group_offsets(admin, f"group-{unique}", topic) == ends
+
+        assert_eventually(committed, timeout=30, interval=0.5)
         assert _get(base + "/healthz") == (200, "ok\n")
         seen = _status(cli_env)["consumer"]
         assert (seen["state"], seen["pid"]) == ("running", consumer.pid)
@@ -151,6 +162,22 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
         prometheus.stop()
         admin.delete_topics([topic])
     assert "Traceback" not in log.read_text()
+
+
+def _group_offsets(admin: AdminClient, group: str, topic: str) -> dict[int, int]:
+    request = [ConsumerGroupTopicPartitions(group)]
+    listed = admin.list_consumer_group_offsets(request)[group].result(30)
+    return {tp.partition: tp.offset for tp in listed.topic_partitions if tp.topic == topic}
+
+
+def _end_offsets(kafka: str, topic: str) -> dict[int, int]:
+    """The end offset of each partition of ``topic`` that holds records."""
+    consumer = Consumer({"bootstrap.servers": kafka, "group.id": "end-offsets"})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in (0, 1)}
+    finally:
+        consumer.close()
+    return {partition: end for partition, end in ends.items() if end > 0}
 
 
 def _cli(argv: list[str], env: dict[str, str], **more: str) -> subprocess.Popen[bytes]:
