@@ -9,8 +9,10 @@ yields one summary row per collection touched for the driver's metrics.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,12 @@ from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.progress import guarded_client
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
-from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters, send_refused
+from spark_consumers.dead_letters import (
+    REFUSED_KIND,
+    dead_letter_producer,
+    send_dead_letters,
+    send_refused,
+)
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 from spark_consumers.python_worker import cheapen_next_task
 
@@ -44,6 +51,7 @@ SUMMARY_SCHEMA = ", ".join(
         "control long",
         "last_offset long",
         "oldest_timestamp_ms long",
+        "dead_letter_kinds string",
     ]
 )
 _DEAD_LETTERS = ""  # the summary row of a partition's dead letters and control requests
@@ -223,22 +231,27 @@ class PartitionApplier:
         decoded = refuse_unissued(decoded, records, authority)
         # Before the apply, and never raising for a delivery: a dead letter is published
         # or recorded as unpublished, once, and the partition moves on either way.
+        kinds: Counter[str] = Counter()
         dead_letters = send_dead_letters(
             _dead_letter_producer(self.settings),
             _ledger(self.settings),
             self.settings.dead_letter_topic,
             decoded.dead_letters,
+            kinds,
         )
         counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
         refusing = [name for name, c in counts.items() if c.get("refused")]
         if refusing:
-            dead_letters += send_refused(
+            refused = send_refused(
                 _dead_letter_producer(self.settings),
                 self.settings.dead_letter_topic,
                 store,
                 refusing,
                 records,
             )
+            dead_letters += refused
+            if refused:
+                kinds[REFUSED_KIND] += refused
         # After the apply: the controller renews leases from these heartbeats and measures
         # them in the log time of the ticks among them (idempotent).
         seen_at = int(time.time() * 1000)
@@ -256,6 +269,7 @@ class PartitionApplier:
                 dead_letters=dead_letters,
                 control=control,
                 oldest_timestamp_ms=oldest_ms,
+                dead_letter_kinds=json.dumps(kinds),
             )
         )
         return rows
@@ -269,9 +283,10 @@ def _summary(
     dead_letters: int = 0,
     control: int = 0,
     oldest_timestamp_ms: int = 0,
+    dead_letter_kinds: str = "{}",
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"partition": partition, "collection": collection}
     row.update({c: counts.get(c, 0) for c in APPLY_COUNTERS})
     row.update(dead_letters=dead_letters, control=control, last_offset=last_offset)
-    row.update(oldest_timestamp_ms=oldest_timestamp_ms)
+    row.update(oldest_timestamp_ms=oldest_timestamp_ms, dead_letter_kinds=dead_letter_kinds)
     return row

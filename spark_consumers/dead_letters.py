@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 
@@ -186,13 +187,18 @@ def _unpublished(
 
 
 def send_dead_letters(
-    producer: KafkaProducer, ledger: DeadLetterLedger, topic: str, dead: list[DeadLetter]
+    producer: KafkaProducer,
+    ledger: DeadLetterLedger,
+    topic: str,
+    dead: list[DeadLetter],
+    kinds: Counter[str] | None = None,
 ) -> int:
     """Publishes the dead letters not handled before and records each outcome.
 
     Per ``(topic, partition)`` of the source records: dead letters at or below the
     ledger's mark are skipped (a replay); the rest are published and waited for, then
     the mark moves to the last of them, together with the record of those that failed.
+    ``kinds`` (when given) counts those handled now by error kind, for the metrics.
 
     Returns:
         How many dead letters were handled now (the skipped ones not included).
@@ -214,6 +220,8 @@ def send_dead_letters(
         unpublished = _unpublished(topic, delivery.failed)
         ledger.record(source, partition, last, len(delivery.published), unpublished)
         handled += len(fresh)
+        if kinds is not None:
+            kinds.update(letter.kind for letter in fresh)
     return handled
 
 

@@ -66,8 +66,14 @@ PUBLISH_TO_VISIBLE = Histogram(
 )
 DEAD_LETTERS = Counter(
     "cm_consumer_dead_letters",
-    "Requests that became dead letters (undecodable, invalid, unissued or too large).",
+    "Requests that became dead letters (undecodable, invalid, unissued, too large, refused).",
     ["topic"],
+    registry=REGISTRY,
+)
+DEAD_LETTER_KINDS = Counter(
+    "cm_consumer_dead_letters_by_kind",
+    "Dead letters by error kind (its class name); a kind's series starts at its first.",
+    ["topic", "kind"],
     registry=REGISTRY,
 )
 CONTROL = Counter(
@@ -190,6 +196,8 @@ class ConsumerObservability:
                 max(0.0, now - metrics.oldest_timestamp_ms / 1000)
             )
         DEAD_LETTERS.labels(self.topic).inc(metrics.dead_letters)
+        for kind, count in metrics.dead_letter_kinds.items():
+            DEAD_LETTER_KINDS.labels(self.topic, kind).inc(count)
         CONTROL.labels(self.topic).inc(metrics.control)
         for collection, counters in metrics.collections.items():
             for counter, value in counters.items():

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
@@ -34,6 +35,7 @@ class BatchMetrics:
     control: int
     last_offsets: dict[int, int]
     oldest_timestamp_ms: int = 0  # of the batch's records, by Kafka timestamp; 0: unknown
+    dead_letter_kinds: dict[str, int] = dataclasses.field(default_factory=dict)  # by error
 
     @classmethod
     def of(cls, batch_id: int, rows: Iterable[Any]) -> BatchMetrics:
@@ -42,6 +44,7 @@ class BatchMetrics:
         dead = control = 0
         offsets: dict[int, int] = {}
         stamps = []
+        kinds: Counter[str] = Counter()
         for row in rows:
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
             partition = int(values["partition"])
@@ -49,6 +52,7 @@ class BatchMetrics:
             dead += int(values["dead_letters"])
             control += int(values["control"])
             stamps.append(int(values.get("oldest_timestamp_ms") or 0))
+            kinds.update(_kinds(values.get("dead_letter_kinds")))
             if values["collection"]:
                 totals = collections.setdefault(
                     values["collection"], dict.fromkeys(APPLY_COUNTERS, 0)
@@ -56,11 +60,20 @@ class BatchMetrics:
                 for counter in APPLY_COUNTERS:
                     totals[counter] += int(values[counter])
         oldest = min((stamp for stamp in stamps if stamp > 0), default=0)
-        return cls(batch_id, collections, dead, control, offsets, oldest)
+        return cls(batch_id, collections, dead, control, offsets, oldest, dict(kinds))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready record."""
         return dataclasses.asdict(self)
+
+
+def _kinds(text: str | None) -> dict[str, int]:
+    """A summary row's dead letters by error kind (JSON; absent in older rows)."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 @cache

@@ -64,7 +64,8 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
     kafka: str, own_service: Callable[[str], OwnService], unique: str, tmp_path: Path
 ) -> None:
     """A real Prometheus scrapes the consumer, the controller and an agent. It counts
-    exactly the requests sent and sees the lag back at 0; the consumer's /readyz fails while
+    exactly the requests sent and the one dead letter, and sees the lag back at 0 and the
+    dead-letter alert fire; the consumer's /readyz fails while
     Redis is away and recovers; a SIGKILLed consumer is ``stopped`` in ``status`` and makes
     the consumer-down alert fire."""
     redis_server = own_service("redis")
@@ -96,6 +97,7 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
         for row in rows:
             append = Append(spec.name, row[0], 1, ((row, 1),), produced_at=0)
             producer.produce(topic, spec.name.encode(), encode_request(append))
+        producer.produce(topic, spec.name.encode(), b"not a request")  # one dead letter
         producer.close()
 
         def counted() -> None:
@@ -104,6 +106,8 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             visible = f'cm_consumer_publish_to_visible_seconds_count{{topic="{topic}"}}'
             assert (prometheus.value(visible) or 0) >= 1
             assert prometheus.value(f'sum(cm_consumer_lag_records{{topic="{topic}"}})') == 0
+            dead = f'sum(cm_consumer_dead_letters_by_kind_total{{topic="{topic}"}})'
+            assert prometheus.value(dead) == 1
 
         assert_eventually(counted, timeout=120, interval=0.5)
         assert store.snapshot(spec.name).rows == {row: 1 for row in rows}
@@ -143,7 +147,7 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             assert prometheus.value('cm_controller_replicas{state="active"}') == 1
 
         assert_eventually(all_scraped, timeout=120, interval=0.5)
-        assert prometheus.firing() == set()
+        assert prometheus.firing() == {"CollectionManagerDeadLetters"}
 
         kill(consumer)
 

@@ -124,8 +124,10 @@ def test_the_consumer_counts_what_each_batch_reports() -> None:
     observed = ConsumerObservability("metrics-topic", "127.0.0.1:1")
     counters = dict.fromkeys(exporter.APPLY_COUNTERS, 0)
     before = _value("cm_consumer_requests_applied_total", topic="metrics-topic", collection="c1")
+    kinds = {"InvalidRequestError": 2}
     observed.batch(
-        BatchMetrics(7, {"c1": {**counters, "requests": 5, "updates": 9}}, 2, 1, {0: 10}), 0.3
+        BatchMetrics(7, {"c1": {**counters, "requests": 5, "updates": 9}}, 2, 1, {0: 10}, 0, kinds),
+        0.3,
     )
     observed.batch(BatchMetrics(8, {"c1": {**counters, "requests": 1}}, 0, 0, {0: 11}), 0.1)
     labels = {"topic": "metrics-topic", "collection": "c1"}
@@ -133,6 +135,8 @@ def test_the_consumer_counts_what_each_batch_reports() -> None:
     assert _value("cm_consumer_updates_applied_total", **labels) >= 9
     assert _value("cm_consumer_batch_duration_seconds_count", topic="metrics-topic") >= 2
     assert _value("cm_consumer_dead_letters_total", topic="metrics-topic") >= 2
+    by_kind = {"topic": "metrics-topic", "kind": "InvalidRequestError"}
+    assert _value("cm_consumer_dead_letters_by_kind_total", **by_kind) >= 2
 
 
 def test_the_consumers_metrics_are_its_own_and_the_standard_families() -> None:
