@@ -3,9 +3,9 @@
 Everything is measured on the driver from what the consumer already knows: the applier's
 summary rows of each batch, the streaming query's progress, the outage record and the
 retraction timer's ticks. Nothing extra runs on the executors, and no multiprocess mode is
-needed. The lag (of Kafka) and the count of unpublished dead letters (of Redis) are asked
-every ``LAG_PROBE_S`` by a thread of its own, so a service that does not answer never holds
-up the watch loop.
+needed. The lag (of Kafka) and what Redis records (unpublished dead letters, rewinds,
+deletes in progress) are asked every ``LAG_PROBE_S`` by a thread of its own, so a service
+that does not answer never holds up the watch loop.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+import redis
 from confluent_kafka import KafkaException
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -24,7 +25,11 @@ from collection_manager.observability.health import Health
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
 from collection_manager.storage.dead_letters import DeadLetterLedger
+from collection_manager.storage.keys import CATALOG, CollectionKeys, consumer_key
+from collection_manager.storage.reads import as_text
 from spark_consumers.metrics import BatchMetrics
+from spark_consumers.startup import REWINDS as REWINDS_FIELD
+from spark_consumers.startup import TOPIC_RECREATIONS as RECREATED
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +131,24 @@ UNPUBLISHED = Gauge(
     "cm_consumer_dead_letters_unpublished",
     "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
     "instead (all consumers of this Redis; `status` lists the newest).",
+    registry=REGISTRY,
+)
+REWINDS = Gauge(
+    "cm_consumer_rewinds",
+    "Starts that read again from Redis's progress (it held less than the checkpoint), as "
+    "recorded in Redis for this topic; `status` shows the last.",
+    ["topic"],
+    registry=REGISTRY,
+)
+TOPIC_RECREATIONS = Gauge(
+    "cm_consumer_topic_recreations",
+    "Times the request topic was found deleted and created again, as recorded in Redis.",
+    ["topic"],
+    registry=REGISTRY,
+)
+DELETES_IN_PROGRESS = Gauge(
+    "cm_consumer_deletes_in_progress",
+    "Collections with a large delete in progress (done in bounded steps; design.md §5).",
     registry=REGISTRY,
 )
 UP = Gauge(
@@ -249,19 +272,31 @@ class ConsumerObservability:
         return None
 
     def _probe_lag(self) -> None:
-        ledger: DeadLetterLedger | None = None
+        client: redis.Redis | None = None
         while not self._stop.wait(LAG_PROBE_S):
             if self._redis_url:
                 try:
-                    ledger = ledger or DeadLetterLedger(
-                        redis_client(self._redis_url, socket_timeout=2, socket_connect_timeout=2)
+                    client = client or redis_client(
+                        self._redis_url, socket_timeout=2, socket_connect_timeout=2
                     )
-                    UNPUBLISHED.set(ledger.counts()["unpublished"])
+                    self._read_redis(client)
                 except REDIS_FAULTS as exc:
-                    ledger = None  # a new client next time
-                    logger.debug("counting unpublished dead letters: %s", exc)
+                    client = None  # a new client next time
+                    logger.debug("reading the consumer's records in Redis: %s", exc)
             if self._read:
                 self._set_lag()
+
+    def _read_redis(self, client: redis.Redis) -> None:
+        """What Redis records of the consumer: a few reads, one per collection at most."""
+        UNPUBLISHED.set(DeadLetterLedger(client).counts()["unpublished"])
+        rewinds, recreations = client.hmget(consumer_key(self.topic), REWINDS_FIELD, RECREATED)
+        REWINDS.labels(self.topic).set(int(rewinds or 0))
+        TOPIC_RECREATIONS.labels(self.topic).set(int(recreations or 0))
+        names = client.hkeys(CATALOG)
+        with client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.exists(CollectionKeys(as_text(name)).pending)
+            DELETES_IN_PROGRESS.set(sum(pipe.execute()))
 
     def _set_lag(self) -> None:
         try:

@@ -108,6 +108,9 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             assert prometheus.value(f'sum(cm_consumer_lag_records{{topic="{topic}"}})') == 0
             dead = f'sum(cm_consumer_dead_letters_by_kind_total{{topic="{topic}"}})'
             assert prometheus.value(dead) == 1
+            # Read from Redis every 10 s: no rewind, no delete in progress here.
+            assert prometheus.value(f'cm_consumer_rewinds{{topic="{topic}"}}') == 0
+            assert prometheus.value("cm_consumer_deletes_in_progress") == 0
 
         assert_eventually(counted, timeout=120, interval=0.5)
         assert store.snapshot(spec.name).rows == {row: 1 for row in rows}
