@@ -256,6 +256,10 @@ class ReplicaAgent:
         """
         return self._published.state()
 
+    def updates_delivered(self) -> dict[str, int]:
+        """Per published collection, the non-zero updates the broker acknowledged."""
+        return {s.collection: s.updates_delivered for s in self._subscribes}
+
     def stats(self) -> dict[str, DeliveryStats]:
         """Delivery counts of each subscribe's producer, by collection."""
         return {s.collection: s.producer.stats() for s in self._subscribes}

@@ -29,6 +29,11 @@ AGENT_FAMILIES: list[tuple[str, str, Sequence[str], str]] = [
      "Requests dropped from the queue when the agent was cancelled."),
     ("gauge", "cm_agent_queue_depth", _PER_COLLECTION,
      "Requests whose outcome is not known yet."),
+    ("counter", "cm_agent_updates_delivered_total", _PER_COLLECTION,
+     "Non-zero row updates in requests the broker acknowledged (refreshes not counted)."),
+    ("counter", "cm_agent_stops_total", ("replica", "cause"),
+     "1 once the agent stopped, by cause: removed (no longer a member), silent (stopped "
+     "for too long to trust its rows' TTLs) or cancelled (told to stop)."),
     ("gauge", "cm_agent_active", ("replica",),
      "1 while the agent publishes as its epoch; 0 once it stopped (removed, cancelled or "
      "silenced)."),
@@ -51,7 +56,7 @@ class AgentCollector(Collector):
         self._agent = agent
 
     def collect(self) -> Iterator[Metric]:
-        produced, delivered, failed, purged, queued, active, epoch = (
+        produced, delivered, failed, purged, queued, updates, stops, active, epoch = (
             _family(*spec) for spec in AGENT_FAMILIES
         )
         replica = self._agent.replica_id
@@ -63,6 +68,24 @@ class AgentCollector(Collector):
             queued.add_metric(labels, stats.pending)
             for error, count in sorted(stats.failures.items()):
                 failed.add_metric([*labels, error], count)
+        for collection, count in sorted(self._agent.updates_delivered().items()):
+            updates.add_metric([replica, collection], count)
+        cause = stop_cause(self._agent.reason) if self._agent.stopped else None
+        for each in STOP_CAUSES:
+            stops.add_metric([replica, each], 1 if each == cause else 0)
         active.add_metric([replica], 0 if self._agent.stopped else 1)
         epoch.add_metric([replica], self._agent.epoch or 0)
-        yield from (produced, delivered, failed, purged, queued, active, epoch)
+        yield from (produced, delivered, failed, purged, queued, updates, stops, active, epoch)
+
+
+STOP_CAUSES = ("removed", "silent", "cancelled")
+
+
+def stop_cause(reason: str | None) -> str:
+    """Why an agent stopped, from its reason: one of ``STOP_CAUSES``."""
+    text = reason or ""
+    if "no longer a member" in text:
+        return "removed"
+    if " was silent for " in text:
+        return "silent"
+    return "cancelled"

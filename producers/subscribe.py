@@ -118,6 +118,7 @@ class Subscribe:
         self._rows: Counter[Row] = Counter()  # what it published, for refreshes
         self._settled = threading.Event()
         self.steps = 0
+        self.updates_delivered = 0  # non-zero updates the broker acknowledged (metrics)
         self._thread = threading.Thread(target=self._run, name=f"subscribe-{collection}")
 
     def start(self) -> None:
@@ -224,5 +225,7 @@ class Subscribe:
         def delivered(err: object, _msg: object) -> None:
             if err is None:
                 self._published.add(append)
+                # Only the producer's polling thread runs this: no lock needed.
+                self.updates_delivered += sum(1 for _, diff in append.updates if diff)
 
         return delivered

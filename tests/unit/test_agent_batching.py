@@ -18,7 +18,7 @@ from collection_manager.core.shutdown import ShutdownToken
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from producers.agent import AgentConfig, ReplicaAgent
 from producers.batching import PublishedState, append_batches, with_replica
-from producers.metrics import AgentCollector
+from producers.metrics import AgentCollector, stop_cause
 from producers.simulated import COLUMNS, SimulatedReplica, Update
 from producers.subscribe import Publishing, Subscribe
 from schemas.codec import decode_request
@@ -254,12 +254,26 @@ def test_an_agents_metrics_count_what_its_producers_counted() -> None:
             assert sample("cm_agent_requests_produced_total", labels) == counted.produced
             assert sample("cm_agent_requests_delivered_total", labels) == counted.delivered
         assert sum(s.delivered for s in stats.values()) > 0
+        updates = agent.updates_delivered()
+        assert sum(updates.values()) > 0
+        for collection, count in updates.items():
+            labels = {"replica": "r1", "collection": collection}
+            assert registry.get_sample_value("cm_agent_updates_delivered_total", labels) == count
         assert registry.get_sample_value("cm_agent_active", {"replica": "r1"}) == 1
         assert registry.get_sample_value("cm_agent_epoch", {"replica": "r1"}) == 5
     finally:
         agent.stop()
         agent.join(10)
     assert registry.get_sample_value("cm_agent_active", {"replica": "r1"}) == 0
+    stops = {"replica": "r1", "cause": "cancelled"}
+    assert registry.get_sample_value("cm_agent_stops_total", stops) == 1
+    assert registry.get_sample_value("cm_agent_stops_total", {**stops, "cause": "removed"}) == 0
+
+
+def test_an_agent_stop_is_told_by_its_cause() -> None:
+    assert stop_cause("replica r1 epoch 2 is no longer a member") == "removed"
+    assert stop_cause("subscribe c was silent for 4.0 s, over half its rows' TTL") == "silent"
+    assert stop_cause("agent stopping") == "cancelled"
 
 
 def test_an_agent_starts_once_and_only_with_an_epoch() -> None:
