@@ -93,6 +93,7 @@ class DemoRun:
         self.events: list[str] = []
         self.consumer: Child | None = None
         self.agents: dict[str, Child] = {}
+        self.listeners: dict[str, str] = {}  # process -> URL of its /metrics and health
         self._reporter = reporter
         self._timeout_s = timeout_s
         self._happened: dict[str, float] = {}  # fate -> when it was carried out

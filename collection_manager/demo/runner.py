@@ -17,6 +17,7 @@ import dataclasses
 import os
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -250,6 +251,7 @@ def _start_consumer(run: DemoRun) -> None:
     address = _loopback_address()
     child = run.children.spawn("consumer", ["consume"], {"CM_CONSUMER_METRICS_ADDRESS": address})
     run.consumer = child
+    run.listeners["consumer"] = f"http://{address}"
     run.wait_for(lambda: run.consumer_ran_after(launched), "the consumer's first micro-batch")
     run.event(f"Spark consumer running (pid {child.pid}), metrics at http://{address}/metrics")
 
@@ -265,6 +267,7 @@ def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
         run.agents[replica] = run.children.spawn(
             replica, args, {"CM_AGENT_METRICS_ADDRESS": address}
         )
+        run.listeners[replica] = f"http://{address}"
         run.event(f"{replica}: metrics at http://{address}/metrics")
     run.wait_for(run.all_visible, "every replica's heartbeat and rows in Redis")
 
@@ -292,10 +295,39 @@ def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
         _loopback_address(), "the demo's controller listener", controller_metrics.REGISTRY, health
     )
     stack.callback(endpoint.close)
+    run.listeners["controller"] = endpoint.url
     ttl = run.controller.config.replica_ttl_ms / 1000
     run.event(
         f"controller: lease loop running, leases of {ttl:.0f}s, metrics at {endpoint.url}/metrics"
     )
+
+
+# A family each kind of process serves: its /metrics is the process' own.
+_FAMILIES = {
+    "consumer": "cm_consumer_batches_total",
+    "controller": "cm_controller_lease_checks_total",
+}
+
+
+def _scrape_listeners(run: DemoRun, names: Sequence[str]) -> None:
+    """Asks each live process' /metrics and /readyz once, as Prometheus and a probe would.
+
+    Raises:
+        DemoError: when one does not answer, or its metrics lack its own families.
+    """
+    for name in names:
+        url = run.listeners[name]
+        family = _FAMILIES.get(name, "cm_agent_requests_delivered_total")
+        try:
+            with urllib.request.urlopen(url + "/metrics", timeout=5) as reply:
+                metrics = reply.read().decode()
+            with urllib.request.urlopen(url + "/readyz", timeout=5) as reply:
+                ready = reply.read().decode().strip()
+        except OSError as exc:
+            raise DemoError(f"the {name}'s listener at {url} did not answer: {exc}") from exc
+        if family not in metrics:
+            raise DemoError(f"the {name}'s /metrics at {url} lacks {family}")
+        run.event(f"{name}: /metrics has {family}, /readyz says {ready}")
 
 
 def _loopback_address() -> str:
@@ -309,6 +341,7 @@ def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
 
 
 def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
+    _scrape_listeners(run, ["consumer", "controller", *plan.survivors])
     stored = run.observer.replica_rows(plan.fates)
     held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
     verification = verify(stored, held, [plan.removed, plan.killed])

@@ -40,3 +40,8 @@ def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
     removed, killed = result.statuses[plan.removed], result.statuses[plan.killed]
     assert removed.state == "removed"
     assert (killed.state, killed.reason[:13]) == ("removed", "lease expired")
+    # Every live process served its own metrics and was ready at the end.
+    events = [event.split("s  ", 1)[1] for event in result.events]  # after the time
+    for name in ("consumer", "controller", *plan.survivors):
+        answered = [e for e in events if e.startswith(f"{name}: /metrics has cm_")]
+        assert answered and answered[0].endswith("/readyz says ok"), log
