@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -22,3 +24,14 @@ def assert_eventually(check: Callable[[], T], timeout: float = 30.0, interval: f
             if time.monotonic() >= deadline:
                 raise
         time.sleep(interval)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """The status and body of a GET of ``url``; status 0 when nothing listens (yet)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except urllib.error.URLError as error:
+        return 0, str(error.reason)

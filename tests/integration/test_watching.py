@@ -11,8 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,19 +29,9 @@ from schemas.introspection import introspection_spec
 from tests.integration.consumer_process import consumer_env, kill, run_cli, start_consumer
 from tests.integration.local_prometheus import LocalPrometheus
 from tests.integration.own_services import OwnService
-from tests.support import assert_eventually
+from tests.support import assert_eventually, http_get
 
 REQUESTS = 5
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except urllib.error.URLError as error:  # nothing listens (yet)
-        return 0, str(error.reason)
 
 
 def _sample(metrics: str, name: str, labels: dict[str, str]) -> float | None:
@@ -121,18 +109,18 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             assert _group_offsets(admin, f"group-{unique}", topic) == ends
 
         assert_eventually(committed, timeout=30, interval=0.5)
-        assert _get(base + "/healthz") == (200, "ok\n")
+        assert http_get(base + "/healthz") == (200, "ok\n")
         seen = _status(cli_env)["consumer"]
         assert (seen["state"], seen["pid"]) == ("running", consumer.pid)
 
         with redis_server.down():
 
             def not_ready() -> None:
-                status, reasons = _get(base + "/readyz")
+                status, reasons = http_get(base + "/readyz")
                 assert (status, reasons.startswith("outage: ")) == (503, True), reasons
 
             assert_eventually(not_ready, timeout=60, interval=0.2)
-            assert _get(base + "/healthz") == (200, "ok\n")  # waiting is its job: alive
+            assert http_get(base + "/healthz") == (200, "ok\n")  # waiting is its job: alive
 
         assert_eventually(lambda: _ready(base), timeout=120, interval=0.5)
 
@@ -205,7 +193,7 @@ def _reaped(process: subprocess.Popen[bytes]) -> None:
 
 
 def _ready(base: str) -> None:
-    assert _get(base + "/readyz") == (200, "ok\n")
+    assert http_get(base + "/readyz") == (200, "ok\n")
 
 
 def test_the_controller_serves_metrics_and_status_tells_it_from_a_killed_one(
@@ -229,8 +217,8 @@ def test_the_controller_serves_metrics_and_status_tells_it_from_a_killed_one(
             assert seen["last_check_ms"] is not None
 
         assert_eventually(checking, timeout=60, interval=0.5)
-        assert _get(f"http://{address}/readyz") == (200, "ok\n")
-        status, metrics = _get(f"http://{address}/metrics")
+        assert http_get(f"http://{address}/readyz") == (200, "ok\n")
+        status, metrics = http_get(f"http://{address}/metrics")
         assert status == 200
         assert (_sample(metrics, "cm_controller_lease_checks_total", {}) or 0) > 0
         assert _sample(metrics, "cm_controller_replicas", {"state": "active"}) == 0

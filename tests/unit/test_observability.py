@@ -4,8 +4,6 @@ with the Prometheus metrics, and the consumer's metrics built from what a batch 
 from __future__ import annotations
 
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
@@ -16,6 +14,7 @@ from collection_manager.observability.health import Health
 from spark_consumers import exporter
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.metrics import BatchMetrics
+from tests.support import http_get
 
 
 class Clock:
@@ -65,14 +64,6 @@ def test_a_check_that_raises_says_not_ready() -> None:
     assert health.readiness() == ["broken: check failed: RuntimeError: boom"]
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def test_the_endpoint_serves_metrics_health_and_readiness() -> None:
     registry = CollectorRegistry()
     Counter("cm_test_things", "Things.", registry=registry).inc(3)
@@ -81,14 +72,14 @@ def test_the_endpoint_serves_metrics_health_and_readiness() -> None:
     health.add_check("outage", lambda: not_ready[0])
     endpoint = Endpoint("127.0.0.1:0", "CM_TEST_ADDRESS", registry, health)
     try:
-        status, body = _get(endpoint.url + "/metrics")
+        status, body = http_get(endpoint.url + "/metrics")
         assert status == 200 and "cm_test_things_total 3.0" in body
-        assert _get(endpoint.url + "/healthz") == (200, "ok\n")
-        assert _get(endpoint.url + "/readyz") == (200, "ok\n")
+        assert http_get(endpoint.url + "/healthz") == (200, "ok\n")
+        assert http_get(endpoint.url + "/readyz") == (200, "ok\n")
         not_ready[0] = "Redis does not answer"
-        assert _get(endpoint.url + "/readyz") == (503, "outage: Redis does not answer\n")
-        assert _get(endpoint.url + "/healthz") == (200, "ok\n")
-        assert _get(endpoint.url + "/other")[0] == 404
+        assert http_get(endpoint.url + "/readyz") == (503, "outage: Redis does not answer\n")
+        assert http_get(endpoint.url + "/healthz") == (200, "ok\n")
+        assert http_get(endpoint.url + "/other")[0] == 404
     finally:
         endpoint.close()
 
