@@ -165,7 +165,7 @@ class ConsumerObservability:
     Args:
         topic: the request topic, the ``topic`` label of every metric.
         bootstrap: Kafka, asked for the lag.
-        redis_url: Redis, asked for the count of unpublished dead letters ("": never).
+        redis_url: Redis, asked what it records of the consumer ("": never).
         clock: monotonic seconds.
     """
 

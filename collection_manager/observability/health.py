@@ -49,10 +49,10 @@ class Health:
             self._loops[name] = (self._clock(), max_age_s)
 
     def beat(self, name: str) -> None:
-        """Loop ``name`` went round."""
+        """Loop ``name`` went round (nothing, while it is not watched)."""
         with self._lock:
-            _, max_age_s = self._loops.get(name, (0.0, 60.0))
-            self._loops[name] = (self._clock(), max_age_s)
+            if name in self._loops:
+                self._loops[name] = (self._clock(), self._loops[name][1])
 
     def forget_loop(self, name: str) -> None:
         """Loop ``name`` ended on purpose (the process is stopping)."""

@@ -38,6 +38,9 @@ def test_a_loop_is_live_while_it_beats_within_its_bound() -> None:
     clock.now += 100
     health.forget_loop("watch")  # stopped on purpose: not a dead process
     assert health.liveness() == []
+    health.beat("watch")  # a beat of a loop not watched (any more) watches nothing
+    clock.now += 100
+    assert health.liveness() == []
 
 
 def test_readiness_needs_liveness_and_every_check() -> None:
