@@ -18,7 +18,12 @@ from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
-from collection_manager.observability.endpoint import Endpoint, process_registry, serve
+from collection_manager.observability.endpoint import (
+    Endpoint,
+    parse_address,
+    process_registry,
+    serve,
+)
 from collection_manager.observability.health import Health, recent
 from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 
@@ -120,6 +125,7 @@ def run_replica(args: argparse.Namespace) -> int:
     if args.state_file is not None and args.steps is None:
         # The state is written once the agent published its last step; without one, never.
         raise CollectionManagerError("--state-file needs --steps")
+    _check_address(from_env(ReplicaConfig).agent_metrics_address, _AGENT_SETTING)
     endpoints = devservices.running(from_env(InfraConfig))
     controller = _controller(endpoints)
     overrides: dict[str, Any] = {"workers": args.workers, "dataflows": args.dataflows}
@@ -170,6 +176,12 @@ def _serve_agent(agent: ReplicaAgent, address: str, health: Health) -> Endpoint 
     registry = process_registry()
     registry.register(AgentCollector(agent))
     return serve(address, _AGENT_SETTING, registry, health)
+
+
+def _check_address(address: str, setting: str) -> None:
+    """A listen address that is no host:port is refused before anything connects."""
+    if address:
+        parse_address(address, setting)
 
 
 def _beating(health: Health, done: Callable[[], bool]) -> Callable[[], bool]:
@@ -251,6 +263,7 @@ def run_replicas(args: argparse.Namespace) -> int:
 
 def run_controller(args: argparse.Namespace) -> int:
     """Runs the lease loop until SIGTERM/SIGINT (or ``--duration``)."""
+    _check_address(from_env(ReplicaConfig).controller_metrics_address, _CONTROLLER_SETTING)
     endpoints = devservices.running(from_env(InfraConfig))
     controller = _controller(endpoints)
     interval_s = controller.config.lease_check_interval_ms / 1000

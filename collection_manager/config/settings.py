@@ -67,8 +67,14 @@ def from_env(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
 
 
 def redact_url(url: str) -> str:
-    """``url`` fit for logs: a password in it (``redis://:secret@host``) becomes ``***``."""
-    parts = urllib.parse.urlsplit(url)
+    """``url`` fit for logs: a password in it (``redis://:secret@host``) becomes ``***``.
+
+    A URL too broken to tell where a password would be is not shown at all.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "(a URL that cannot be parsed)"
     if parts.password is None:
         return url
     user = parts.username or ""

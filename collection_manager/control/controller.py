@@ -219,7 +219,9 @@ class Controller:
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
             removed = self._remove_expired(snapshot.log_times)
             self._collect(members.values())
-            if not self._ticker.tick(at):
+            published = self._ticker.tick(at)
+            self._clock.published(published)
+            if not published:
                 metrics.TICKS_LOST.inc()
             states = collections.Counter(m.state for m in members.values())
             for state in metrics.STATES:

@@ -51,18 +51,35 @@ def check_member_id(replica_id: object) -> None:
 
 
 class TickClock:
-    """The controller's tick times: the wall clock, but never backwards.
+    """The controller's tick times: the wall clock, but never backwards, and standing still
+    while its ticks cannot be published.
 
     Every tick time is above every earlier one and above the newest log time the
     controller read, so a lease granted at a tick time can only expire through ticks
     published after it (a wall clock set back, or a restarted controller behind the log,
     would otherwise let old ticks count).
+
+    While Kafka takes no tick, no replica's heartbeat gets through either: the heartbeats
+    wait in the agents' producers. A first tick after the outage at the wall clock would
+    jump log time over it, and expire every lease whose heartbeats the consumer applies
+    after that tick. So after a lost tick the clock stands still (each tick 1 ms on) until
+    one is published again, and goes on from there at the wall clock's pace: the outage
+    does not count.
     """
 
     def __init__(self) -> None:
         self.last = 0
+        self._behind_ms = 0  # wall time that did not count: ticks could not be published
+        self._stalled = False  # the last tick was lost
 
     def next(self, wall_ms: int, log_time: int = 0) -> int:
-        """The next tick time, at least ``wall_ms``, above ``log_time`` and the last."""
-        self.last = max(wall_ms, log_time + 1, self.last + 1)
+        """The next tick time, at least ``wall_ms`` less the time ticks were lost, above
+        ``log_time`` and the last."""
+        if self._stalled:
+            self._behind_ms = max(self._behind_ms, wall_ms - (self.last + 1))
+        self.last = max(wall_ms - self._behind_ms, log_time + 1, self.last + 1)
         return self.last
+
+    def published(self, acknowledged: bool) -> None:
+        """Whether the last tick reached Kafka (a lost one stops the clock)."""
+        self._stalled = not acknowledged

@@ -10,10 +10,17 @@ alike; what differs is only what concerns every node: the function library
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any, cast
 
 import redis
 from redis.exceptions import RedisClusterException
+
+from collection_manager.config import redact_url
+from collection_manager.config.errors import ConfigError
+
+# The schemes redis-py takes.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 def redis_client(url: str, **kwargs: Any) -> redis.Redis:
@@ -22,15 +29,32 @@ def redis_client(url: str, **kwargs: Any) -> redis.Redis:
     ``kwargs`` go to every connection (timeouts, ``decode_responses``, a connect hook).
 
     Raises:
+        ConfigError: when ``url`` is no Redis URL (redis-py would raise a ValueError).
         redis.RedisError: when the server does not answer (as the first command would).
     """
-    single = redis.Redis.from_url(url, **kwargs)
+    try:
+        scheme = urllib.parse.urlsplit(url).scheme
+    except ValueError as exc:  # a broken IPv6 address, ...
+        raise _invalid(url, exc) from None
+    if scheme not in REDIS_SCHEMES:
+        raise ConfigError(
+            f"{redact_url(url)} is not a Redis URL (CM_REDIS_URL): it must start with "
+            f"{', '.join(s + '://' for s in REDIS_SCHEMES)}"
+        )
+    try:
+        single = redis.Redis.from_url(url, **kwargs)
+    except ValueError as exc:  # a port that is no number, ...
+        raise _invalid(url, exc) from None
     if not is_cluster_node(single):
         return single
     single.close()
     # The cluster client offers the same commands for keys of one slot; typed as the
     # single client so that callers need not care which one they hold.
     return cast(redis.Redis, redis.RedisCluster.from_url(url, **kwargs))
+
+
+def _invalid(url: str, exc: ValueError) -> ConfigError:
+    return ConfigError(f"{redact_url(url)} is not a valid Redis URL (CM_REDIS_URL): {exc}")
 
 
 def is_cluster_node(client: redis.Redis) -> bool:

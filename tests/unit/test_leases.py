@@ -147,6 +147,23 @@ def test_tick_times_never_go_back_and_stay_above_the_log() -> None:
     assert clock.next(2_000, log_time=5_000) == 5_001  # a controller behind the log
 
 
+def test_the_tick_clock_stands_still_while_ticks_are_lost_and_goes_on_from_there() -> None:
+    """A Kafka outage must not count: its heartbeats wait in the agents' producers."""
+    clock = TickClock()
+    assert clock.next(10_000) == 10_000
+    clock.published(True)
+    assert clock.next(10_500) == 10_500
+    clock.published(False)  # Kafka is away from here
+    assert clock.next(11_000) == 10_501
+    clock.published(False)
+    assert clock.next(40_000) == 10_502  # 30 s later: still standing
+    clock.published(True)  # that one went through: the clock goes on from it
+    assert clock.next(40_500) == 11_002
+    clock.published(True)
+    assert clock.next(41_500) == 12_002
+    assert clock.next(41_000, log_time=20_000) == 20_001  # never behind the log
+
+
 def test_ticks_are_heartbeats_of_the_reserved_id_only() -> None:
     tick = Heartbeat(CONTROLLER_ID, 1, 7_000)
     beat = Heartbeat("r1", 1, 9_000)
