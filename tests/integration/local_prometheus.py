@@ -52,7 +52,11 @@ class LocalPrometheus:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-        assert_eventually(self._ready, timeout=60, interval=0.2)
+        try:
+            assert_eventually(self._ready, timeout=60, interval=0.2)
+        except BaseException:
+            self.stop()  # never left running after a failed start
+            raise
 
     def _ready(self) -> None:
         assert self._process.poll() is None, "prometheus exited; see prometheus.log"
