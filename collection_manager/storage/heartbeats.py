@@ -109,8 +109,6 @@ class Heartbeat:
         self._client: redis.Redis | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"{kind}-heartbeat", daemon=True)
-        self.beats = 0  # successful beats, for the process' metrics
-        self.failures = 0
 
     def start(self) -> Heartbeat:
         self._thread.start()
@@ -126,10 +124,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if self._write(self._beat):
-                self.beats += 1
-            else:
-                self.failures += 1
+            self._write(self._beat)
             self._stop.wait(self._interval_s)
 
     def _beat(self, client: redis.Redis) -> None:
