@@ -16,9 +16,8 @@ import json
 import logging
 import threading
 import time
-import zlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -34,8 +33,8 @@ from collection_manager.kafka.producer import (
     ProducerConfig,
 )
 from producers.batching import PublishedState
-from producers.resources import REPLICA_METRICS, ResourceSource
-from producers.simulated import COLUMNS, ERROR_COUNTS, HYDRATION_STATUS, Row, SimulatedReplica
+from producers.simulated import ERROR_COUNTS, HYDRATION_STATUS, Row
+from producers.sources.simulated import simulated_sources
 from producers.subscribe import MIN_TTL_STEPS, Publishing, Source, Subscribe
 from schemas.codec import encode_request
 
@@ -68,7 +67,7 @@ class AgentConfig:
         max_steps: stop publishing changes after this many steps (heartbeats go on).
         heartbeat_interval_ms: time between two heartbeats.
         batch_rows: at most this many updates per ``Append``.
-        row_ttl_ms: TTL of the rows of ``TTL_COLLECTIONS``; 0 for none. Each step refreshes
+        row_ttl_ms: TTL of the rows of the expiring collections; 0 for none. Each step refreshes
             them, so they expire only once the agent is silent (docs/design.md §8).
         collection_suffix: appended to each collection name (tests use their own copies).
         producer_extra: further librdkafka options of every producer of the agent.
@@ -130,17 +129,8 @@ def load_state(path: Path) -> dict[str, Counter[Row]]:
 
 
 def default_sources(config: AgentConfig, replica_id: str) -> dict[str, Source]:
-    """A simulated replica per simulated collection, and the process's resource usage.
-
-    Each simulated collection gets its own (identically seeded) simulator, so that its
-    subscribe steps it alone, from its own thread.
-    """
-    seed = zlib.crc32(replica_id.encode()) if config.seed is None else config.seed
-    sources: dict[str, Source] = {
-        name: SimulatedReplica(config.workers, config.dataflows, seed) for name in COLUMNS
-    }
-    sources[REPLICA_METRICS] = ResourceSource()
-    return sources
+    """The ``simulated`` source (:mod:`producers.sources.simulated`) with ``config``'s shape."""
+    return simulated_sources(replica_id, config.workers, config.dataflows, config.seed)
 
 
 class ReplicaAgent:
@@ -150,6 +140,8 @@ class ReplicaAgent:
         replica_id: the replica.
         config: how it publishes.
         sources: source collection -> source; default :func:`default_sources`.
+        expiring: the source collections whose rows carry ``config.row_ttl_ms``; default
+            ``TTL_COLLECTIONS`` (those of the default sources).
         still_member: polled at every heartbeat; once it answers False the agent stops.
         clock: ms since the Unix epoch.
         producer_factory: makes each producer (tests pass one without a broker).
@@ -160,6 +152,7 @@ class ReplicaAgent:
         replica_id: str,
         config: AgentConfig,
         sources: Mapping[str, Source] | None = None,
+        expiring: Collection[str] = TTL_COLLECTIONS,
         still_member: StillMember | None = None,
         clock: Callable[[], int] = now_ms,
         producer_factory: Callable[[ProducerConfig], KafkaProducer] = KafkaProducer,
@@ -172,6 +165,7 @@ class ReplicaAgent:
         self._sources = (
             dict(sources) if sources is not None else default_sources(config, replica_id)
         )
+        self._expiring = frozenset(expiring)
         self._still_member = still_member
         self._clock = clock
         self._published = PublishedState([self._published_name(n) for n in self._sources])
@@ -202,7 +196,7 @@ class ReplicaAgent:
         )
         for name, source in self._sources.items():
             collection = self._published_name(name)
-            ttl_ms = self.config.row_ttl_ms if name in TTL_COLLECTIONS else 0
+            ttl_ms = self.config.row_ttl_ms if name in self._expiring else 0
             subscribe = Subscribe(
                 collection, source, name, publishing, self._producer(name),
                 self.token.child(collection), self._published, self.stop, ttl_ms or None,

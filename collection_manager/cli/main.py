@@ -55,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Unknown options are a source's own (`replica run --source NAME ...`), parsed by it.
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "takes_source_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.source_args = rest
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -21,6 +21,7 @@ from collection_manager.config.reference import extract_reference, replace_refer
 from collection_manager.control import metrics as controller
 from collection_manager.core.errors import CollectionManagerError
 from producers.metrics import AGENT_FAMILIES
+from producers.sources import scrape_metrics
 from spark_consumers import exporter
 
 MARKERS = ("<!-- metric-reference:start -->", "<!-- metric-reference:end -->")
@@ -59,6 +60,7 @@ def render_reference() -> str:
         _table("`consume` (`CM_CONSUMER_METRICS_ADDRESS`)", _families(exporter)),
         _table("`controller run` (`CM_CONTROLLER_METRICS_ADDRESS`)", _families(controller)),
         _table("`replica run` (`CM_AGENT_METRICS_ADDRESS`)", AGENT_FAMILIES),
+        _table("`replica run --source openmetrics`, also", _families(scrape_metrics)),
     ]
     standard = (
         "Each process also serves prometheus_client's standard families: `process_*` (CPU, "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.observability.endpoint import (
     Endpoint,
     parse_address,
@@ -29,6 +31,19 @@ from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 
 if TYPE_CHECKING:
     from producers.agent import ReplicaAgent
+    from producers.subscribe import Source
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSources:
+    """What ``replica run --source`` chose: the sources, their collections, the step."""
+
+    name: str
+    collectors: Sequence[Any]  # the source's own metrics, if it has any
+    sources: Mapping[str, Source]
+    specs: Sequence[CollectionSpec]
+    expiring: frozenset[str]
+    step_interval_ms: int
 
 
 def register(commands: Any) -> None:
@@ -37,18 +52,25 @@ def register(commands: Any) -> None:
     actions = replica.add_subparsers(dest="action", required=True)
     run = actions.add_parser("run", help="add a replica and run its agent until SIGTERM")
     run.add_argument("--id", required=True, dest="replica_id", help="the replica id")
-    run.add_argument("--workers", type=int, default=4, help="simulated workers")
-    run.add_argument("--dataflows", type=int, default=8, help="simulated dataflows")
+    run.add_argument(
+        "--source",
+        default="simulated",
+        help="what to introspect (default simulated); its own options follow, see "
+        "`collection-manager replica sources`",
+    )
     run.add_argument("--rate", type=float, help="steps per second (default CM_STEP_INTERVAL_MS)")
     run.add_argument("--steps", type=int, help="stop changing after this many steps")
-    run.add_argument("--seed", type=int, help="fixes the simulated history")
     run.add_argument("--duration", type=float, help="stop after this many seconds")
     run.add_argument(
         "--state-file",
         type=Path,
         help="with --steps: once they are all acknowledged, write the agent's rows there (JSON)",
     )
-    run.set_defaults(run=run_replica)
+    run.set_defaults(run=run_replica, takes_source_options=True)
+    sources = actions.add_parser(
+        "sources", help="the sources `replica run --source` can name, with their options"
+    )
+    sources.set_defaults(run=run_sources)
     remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
     remove.add_argument("replica_id")
     remove.add_argument("--reason", default="removed by an operator")
@@ -118,6 +140,46 @@ def _until_stopped(agent: ReplicaAgent, state_file: Path | None) -> Callable[[],
     return done
 
 
+_RUN_PROG = "collection-manager replica run"
+
+
+def run_sources(_args: argparse.Namespace) -> int:
+    """Lists every source with what it publishes and its own options."""
+    from producers.sources.plugin import load_source, options_help, source_names
+
+    for name in source_names():
+        plugin = load_source(name)
+        published = ", ".join(
+            c.name + (" (rows expire)" if c.expires else "") for c in plugin.collections
+        )
+        print(f"{name}: {plugin.summary}\n  publishes: {published}")
+        print("  " + options_help(plugin, _RUN_PROG).rstrip().replace("\n", "\n  ") + "\n")
+    return 0
+
+
+def _agent_sources(args: argparse.Namespace, replica: ReplicaConfig) -> AgentSources:
+    """The source ``--source`` names, its options parsed and checked (before connecting)."""
+    from producers.sources.plugin import SourceContext, load_source, parse_options
+
+    plugin = load_source(args.source)
+    options = parse_options(plugin, getattr(args, "source_args", []), _RUN_PROG)
+    step_interval_ms = replica.step_interval_ms
+    if args.rate:
+        step_interval_ms = max(1, round(1000 / args.rate))
+    context = SourceContext(args.replica_id, step_interval_ms, replica.row_ttl_ms)
+    sources = dict(plugin.create(options, context))
+    declared = {c.name for c in plugin.collections}
+    if set(sources) - declared:
+        raise CollectionManagerError(
+            f"source {plugin.name} publishes {sorted(set(sources) - declared)}, which it does "
+            f"not declare (it declares {sorted(declared)})"
+        )
+    specs = [c.spec(replica.collection_suffix) for c in plugin.collections]
+    expiring = frozenset(c.name for c in plugin.collections if c.expires)
+    collectors = tuple(getattr(plugin, "collectors", ()))
+    return AgentSources(plugin.name, collectors, sources, specs, expiring, step_interval_ms)
+
+
 def run_replica(args: argparse.Namespace) -> int:
     """Adds the replica, runs its agent, and removes it again on a clean stop."""
     from producers.agent import AgentConfig, ReplicaAgent
@@ -125,13 +187,15 @@ def run_replica(args: argparse.Namespace) -> int:
     if args.state_file is not None and args.steps is None:
         # The state is written once the agent published its last step; without one, never.
         raise CollectionManagerError("--state-file needs --steps")
-    _check_address(from_env(ReplicaConfig).agent_metrics_address, _AGENT_SETTING)
+    replica = from_env(ReplicaConfig)
+    _check_address(replica.agent_metrics_address, _AGENT_SETTING)
+    chosen = _agent_sources(args, replica)
     endpoints = devservices.running(from_env(InfraConfig))
     controller = _controller(endpoints)
-    overrides: dict[str, Any] = {"workers": args.workers, "dataflows": args.dataflows}
-    if args.rate:
-        overrides["step_interval_ms"] = max(1, round(1000 / args.rate))
-    overrides.update(max_steps=args.steps, seed=args.seed)
+    overrides: dict[str, Any] = {
+        "step_interval_ms": chosen.step_interval_ms,
+        "max_steps": args.steps,
+    }
     bootstrap = endpoints.kafka_bootstrap
     config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
     agent: ReplicaAgent | None = None
@@ -139,9 +203,17 @@ def run_replica(args: argparse.Namespace) -> int:
     health = Health()
     try:
         stop = _stop_on_signals()
-        agent = ReplicaAgent(args.replica_id, config, still_member=controller.is_current)
+        controller.declare_collections(chosen.specs, chosen.name)
+        agent = ReplicaAgent(
+            args.replica_id,
+            config,
+            sources=chosen.sources,
+            expiring=chosen.expiring,
+            still_member=controller.is_current,
+        )
         # Before the replica is added: a listen address that is taken adds nothing.
-        endpoint = _serve_agent(agent, controller.config.agent_metrics_address, health)
+        address = controller.config.agent_metrics_address
+        endpoint = _serve_agent(agent, address, health, chosen.collectors)
         epoch = controller.add_replica(args.replica_id)
         agent.start(epoch)
         at = "" if endpoint is None else f"; metrics and health at {endpoint.url}"
@@ -165,7 +237,9 @@ def run_replica(args: argparse.Namespace) -> int:
         controller.close()
 
 
-def _serve_agent(agent: ReplicaAgent, address: str, health: Health) -> Endpoint | None:
+def _serve_agent(
+    agent: ReplicaAgent, address: str, health: Health, collectors: Sequence[Any] = ()
+) -> Endpoint | None:
     """The agent's metrics and health at ``address`` (none when it is empty)."""
     from producers.metrics import AgentCollector
 
@@ -175,6 +249,8 @@ def _serve_agent(agent: ReplicaAgent, address: str, health: Health) -> Endpoint 
     health.add_check("epoch", lambda: f"stopped: {agent.reason}" if agent.stopped else None)
     registry = process_registry()
     registry.register(AgentCollector(agent))
+    for collector in collectors:
+        registry.register(collector)
     return serve(address, _AGENT_SETTING, registry, health)
 
 

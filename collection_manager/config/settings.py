@@ -283,9 +283,10 @@ class ReplicaConfig:
     )
     row_ttl_ms: int = setting(
         6_000,
-        "TTL of the rows agents publish to error_counts and hydration_status, refreshed at "
-        "every step: the rows of a replica silent this long expire one by one, before its "
-        "lease. 0: no TTL; else at least 4 step intervals.",
+        "TTL of the rows agents publish to collections whose rows expire (error_counts, "
+        "hydration_status, scrape_status), refreshed at every step: the rows of a replica "
+        "silent this long expire one by one, before its lease. 0: no TTL (the openmetrics "
+        "source refuses it); else at least 4 step intervals.",
     )
     publish_batch_rows: int = setting(1_000, "At most this many updates per Append request.")
     collection_suffix: str = setting(

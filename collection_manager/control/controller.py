@@ -39,9 +39,11 @@ from collection_manager.control.ticks import Ticker
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.declared import DeclaredCollections
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
 from schemas.codec import encode_request
@@ -96,6 +98,7 @@ class Controller:
         self._producer = producer
         self._client = client
         self._members = MemberRecord(client, self.config.replica_namespace)
+        self._declared = DeclaredCollections(client, self.config.replica_namespace)
         self._sightings = ReplicaRecord(client, self.config.replica_namespace)
         self._leases = LeaseTable(self.config.replica_ttl_ms)
         self._clock = TickClock()
@@ -170,7 +173,7 @@ class Controller:
             fence = Fence(replica_id, member.epoch)
             deletes: list[tuple[str, Request]] = [
                 (name, Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence))
-                for name in self.collections
+                for name in self.replica_collections()
             ]
             self._publish([*deletes, (replica_id, ReplicaRemoved(replica_id, member.epoch))])
             at = now_ms()
@@ -180,6 +183,20 @@ class Controller:
             metrics.REMOVALS.inc()
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
+
+    def declare_collections(self, specs: Sequence[CollectionSpec], source: str) -> list[str]:
+        """Creates the collections of an agent's ``source`` that are missing, and records
+        them, so that removals retract replicas' rows there too; returns the created ones.
+
+        Raises:
+            CollectionManagerError: when one exists in another shape, or over the bound.
+        """
+        return self._declared.declare(specs, source)
+
+    def replica_collections(self) -> tuple[str, ...]:
+        """Where a removal retracts a replica's rows: the built-in introspection
+        collections and those agents declared that still exist."""
+        return tuple(dict.fromkeys([*self.collections, *self._declared.existing()]))
 
     def member(self, replica_id: str) -> Member | None:
         """The membership record of ``replica_id``."""
@@ -240,7 +257,7 @@ class Controller:
             if member.state != REMOVED or (member.removed_at or 0) > due:
                 continue
             if self._members.collect(member):
-                fences = [CollectionKeys(name).fences for name in self.collections]
+                fences = [CollectionKeys(name).fences for name in self.replica_collections()]
                 pipe = self._client.pipeline(transaction=False)
                 for key in fences:
                     pipe.hdel(key, member.replica_id)

@@ -206,6 +206,12 @@ class ReplicaKeys:
         return f"{self.namespace}:leases"
 
     @property
+    def collections(self) -> str:
+        """Set: the collections agents declared for their sources' rows (removals retract
+        a replica's rows from these too)."""
+        return f"{self.namespace}:collections"
+
+    @property
     def _tagged(self) -> str:
         # Sightings and log times are written and read together (one script, one
         # transaction), so on a Redis Cluster they must share a slot: the namespace is

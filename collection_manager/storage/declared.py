@@ -1,0 +1,93 @@
+"""The collections agents declare for their sources' rows: created when missing, checked
+when present, and remembered, so that a replica's removal retracts its rows there too.
+
+The built-in introspection collections are known to the controller; a source plugin's
+collections (``producers/sources/``) are not, until an agent declares them. The record is
+a set under the replica namespace, bounded by ``MAX_DECLARED`` collections: it grows with
+the kinds of sources, never with the replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis
+
+from collection_manager.core.errors import CollectionManagerError, UnknownCollectionError
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.keys import CATALOG, ReplicaKeys
+from collection_manager.storage.reads import as_text
+from collection_manager.storage.store import RedisStore
+
+MAX_DECLARED = 256
+"""At most this many declared collections per replica namespace."""
+
+
+class DeclaredCollections:
+    """The declared collections of one replica namespace.
+
+    Args:
+        client: Redis (responses not decoded).
+        namespace: the replica namespace (``CM_REPLICA_NAMESPACE``).
+    """
+
+    def __init__(self, client: redis.Redis, namespace: str) -> None:
+        self._client = client
+        self._key = ReplicaKeys(namespace).collections
+
+    def declare(self, specs: Sequence[CollectionSpec], source: str) -> list[str]:
+        """Creates each missing collection and records them all; returns the created ones.
+
+        Raises:
+            CollectionManagerError: when one exists with other columns or another index,
+                or the namespace would declare over ``MAX_DECLARED`` collections.
+        """
+        store = RedisStore(self._client)
+        for spec in specs:
+            self._check_room(spec.name)
+        created = []
+        for spec in specs:
+            try:
+                existing = store.spec(spec.name)
+            except UnknownCollectionError:
+                store.create_collection(spec)
+                created.append(spec.name)
+            else:
+                _check_same_shape(existing, spec, source)
+            self._client.sadd(self._key, spec.name)
+        return created
+
+    def existing(self) -> list[str]:
+        """The declared collections that still exist (one was maybe dropped since)."""
+        names = sorted(as_text(name) for name in self._client.smembers(self._key))
+        if not names:
+            return []
+        found = self._client.hmget(CATALOG, names)
+        return [name for name, raw in zip(names, found, strict=True) if raw is not None]
+
+    def _check_room(self, name: str) -> None:
+        if self._client.sismember(self._key, name):
+            return
+        if self._client.scard(self._key) >= MAX_DECLARED:
+            raise CollectionManagerError(
+                f"cannot declare collection {name!r}: this replica namespace has "
+                f"{MAX_DECLARED} declared collections already, the bound (MAX_DECLARED); "
+                "drop unused ones"
+            )
+
+
+def _shape(spec: CollectionSpec) -> str:
+    columns = ", ".join(f"{c.name} {c.type}{' null' if c.nullable else ''}" for c in spec.columns)
+    return f"({columns}) indexed on {', '.join(spec.indexed_columns) or 'nothing'}"
+
+
+def _check_same_shape(existing: CollectionSpec, wanted: CollectionSpec, source: str) -> None:
+    same = existing.columns == wanted.columns and (
+        existing.indexed_columns == wanted.indexed_columns
+    )
+    if not same:
+        raise CollectionManagerError(
+            f"collection {wanted.name!r} exists as {_shape(existing)}, but source {source} "
+            f"publishes {_shape(wanted)}: drop it (collection-manager collections drop) or "
+            "publish elsewhere (CM_COLLECTION_SUFFIX)"
+        )
