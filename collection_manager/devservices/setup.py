@@ -1,9 +1,10 @@
 """``collection-manager setup``: everything the product needs from outside, installed once.
 
 The jars of the local Kafka broker and of Spark's Kafka connector are resolved from Maven
-Central into the cache, and Debian's ``redis-server`` and ``prometheus`` (the server and
-``promtool``, which test the shipped alert rules) are installed when they are missing and
-this runs as root. Every step is skipped when its result is already there, so a second
+Central into the cache, and Debian's ``redis-server``, ``prometheus`` (the server and
+``promtool``, which test the shipped alert rules) and ``prometheus-redis-exporter`` (the
+real replicas of the real-fleet test) are installed when they are missing and this runs as
+root. Every step is skipped when its result is already there, so a second
 run needs no network. Nothing else installs anything: the product only checks.
 """
 
@@ -36,6 +37,8 @@ def prepare(config: InfraConfig, extra_spark_packages: Sequence[str] = ()) -> li
     done.append(f"spark kafka connector jars: {spark}")
     done.append(f"redis-server: {_debian('redis-server', 'redis-server', 'or set CM_REDIS_URL')}")
     done.append(f"prometheus: {_debian('prometheus', 'promtool', 'for the alert rules tests')}")
+    exporter = "prometheus-redis-exporter"
+    done.append(f"{exporter}: {_debian(exporter, exporter, 'for the real-fleet test')}")
     return done
 
 
