@@ -93,6 +93,7 @@ class DemoRun:
         self.events: list[str] = []
         self.consumer: Child | None = None
         self.agents: dict[str, Child] = {}
+        self.real: Child | None = None  # the replica of real data (runner.REAL_REPLICA)
         self.listeners: dict[str, str] = {}  # process -> URL of its /metrics and health
         self._reporter = reporter
         self._timeout_s = timeout_s
@@ -210,8 +211,9 @@ class DemoRun:
         return Observation(self.observer.statuses(), rows, totals, self.observer.consumer())
 
     def _check_children(self) -> None:
-        if self.consumer is not None and not self.consumer.running:
-            raise DemoError(self._died(self.consumer))
+        for child in (self.consumer, self.real):
+            if child is not None and not child.running:
+                raise DemoError(self._died(child))
         for replica, agent in self.agents.items():
             ends = self.plan.fates[replica] in self._happened  # removed or killed by the plan
             if not agent.running and not ends:

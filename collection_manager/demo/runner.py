@@ -51,10 +51,13 @@ from collection_manager.observability.health import Health, recent
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
+from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 
 WORKERS = 4
+REAL_REPLICA = "consumer-metrics"
+"""The demo's replica of real data: the openmetrics source on the consumer's /metrics."""
 DATAFLOWS_PER_SCALE = 8
 
 
@@ -141,6 +144,7 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         run = _open(stack, options, plan, reporter, infra_config, endpoints, started)
         _start_consumer(run)
         _start_agents(run, options, plan)
+        _start_real_replica(run)
         _start_lease_loop(run, stack)
         run.play()
         return _verdict(run, plan)
@@ -272,6 +276,34 @@ def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
     run.wait_for(run.all_visible, "every replica's heartbeat and rows in Redis")
 
 
+def _start_real_replica(run: DemoRun) -> None:
+    """A replica whose data is real: the consumer's own ``/metrics``, scraped each step by
+    the ``openmetrics`` source into ``metric_samples``, beside the simulated replicas."""
+    run.phase = f"starting {REAL_REPLICA}, a replica of real data"
+    target = run.listeners["consumer"] + "/metrics"
+    args = ["replica", "run", "--id", REAL_REPLICA, "--source", "openmetrics", "--target", target]
+    run.real = run.children.spawn(REAL_REPLICA, args)
+    run.wait_for(lambda: bool(_real_samples(run)), f"{REAL_REPLICA}'s samples in Redis")
+    run.event(f"{REAL_REPLICA}: scrapes {target} into {METRIC_SAMPLES} (real data)")
+
+
+def _real_samples(run: DemoRun) -> dict[Row, int]:
+    collection = METRIC_SAMPLES + run.controller.config.collection_suffix
+    if collection not in run.observer.store.collections():
+        return {}
+    return run.observer.store.snapshot(collection, eq("replica_id", REAL_REPLICA)).rows
+
+
+def _check_real_replica(run: DemoRun) -> None:
+    """Its samples are in Redis and it still scrapes, or the demo failed."""
+    status = SCRAPE_STATUS + run.controller.config.collection_suffix
+    rows = list(run.observer.store.snapshot(status, eq("replica_id", REAL_REPLICA)).rows)
+    samples = _real_samples(run)
+    if not samples or len(rows) != 1 or rows[0][2] is not True:
+        raise DemoError(f"{REAL_REPLICA}: {len(samples)} samples, scrape status {rows}")
+    run.event(f"{REAL_REPLICA}: {len(samples)} samples of the consumer's /metrics, scrape up")
+
+
 def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
     """The controller's lease loop, in a thread until the demo ends.
 
@@ -342,6 +374,7 @@ def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
 
 def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
     _scrape_listeners(run, ["consumer", "controller", *plan.survivors])
+    _check_real_replica(run)
     stored = run.observer.replica_rows(plan.fates)
     held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
     verification = verify(stored, held, [plan.removed, plan.killed])
