@@ -28,10 +28,9 @@ from typing import Any
 
 import pytest
 import redis as redis_lib
-from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from collection_manager.config import ConsumerConfig, ReplicaConfig
+from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import (
@@ -47,11 +46,11 @@ from producers.embedded import EmbeddedReplica
 from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
 from producers.sources.plugin import SourceCollection, field
 from producers.sources.scrape import canonical_labels
-from spark_consumers.job import start_consumer as start_spark_consumer
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.run import watch
 from tests.integration.consumer_process import run_cli
 from tests.integration.own_services import OwnService
+from tests.integration.spark_query import consumer_query
 from tests.support import assert_eventually
 
 EXPORTER = "prometheus-redis-exporter"
@@ -110,56 +109,21 @@ def consumer(
     controller: Controller,
 ) -> Iterator[None]:
     """The consumer as ``consume`` runs it, in the session's Spark: the query and the watch
-    loop that ticks the retraction timer (which expires the status rows)."""
-    dead = f"{topic}-dead"
-    admin = AdminClient({"bootstrap.servers": kafka})
-    admin.create_topics([NewTopic(dead, 1, 1)])[dead].result(30)
-    config = ConsumerConfig(
-        topic=topic,
-        dead_letter_topic=dead,
-        checkpoint_dir=str(tmp_path / "checkpoint"),
-        trigger_interval_ms=200,
-    )
-    namespace = controller.config.replica_namespace
-    url = endpoints.redis_url
-    query = start_spark_consumer(spark, config, kafka, url, replica_namespace=namespace)
-    timer = RetractionTimer(RedisStore(redis), 0, topic)
-    timer.start()
-    stop = threading.Event()
-    kwargs = {"redis_url": url, "timer": timer, "trigger_interval_ms": 200, "topic": topic}
-    loop = threading.Thread(target=watch, args=(query, stop), kwargs=kwargs)
-    loop.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        loop.join(60)
-        admin.delete_topics([dead])[dead].result(30)
-
-
-@pytest.fixture
-def spark_consumer(
-    spark: Any, kafka: str, endpoints: Any, topic: str, tmp_path: Path, controller: Controller
-) -> Iterator[Any]:
-    """The Spark consumer of the test's topic in the session's Spark."""
-    dead = f"{topic}-dead"
-    admin = AdminClient({"bootstrap.servers": kafka})
-    admin.create_topics([NewTopic(dead, 1, 1)])[dead].result(30)
-    config = ConsumerConfig(
-        topic=topic,
-        dead_letter_topic=dead,
-        checkpoint_dir=str(tmp_path / "checkpoint"),
-        trigger_interval_ms=200,
-    )
-    namespace = controller.config.replica_namespace
-    query = start_spark_consumer(
-        spark, config, kafka, endpoints.redis_url, replica_namespace=namespace
-    )
-    try:
-        yield query
-    finally:
-        query.stop()
-        admin.delete_topics([dead])[dead].result(30)
+    loop that ticks the retraction timer (which expires the status rows). It stops before
+    the controller's cleanup."""
+    url, namespace = endpoints.redis_url, controller.config.replica_namespace
+    with consumer_query(spark, kafka, url, topic, tmp_path, namespace) as query:
+        timer = RetractionTimer(RedisStore(redis), 0, topic)
+        timer.start()
+        stop = threading.Event()
+        kwargs = {"redis_url": url, "timer": timer, "trigger_interval_ms": 200, "topic": topic}
+        loop = threading.Thread(target=watch, args=(query, stop), kwargs=kwargs)
+        loop.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            loop.join(60)
 
 
 @dataclasses.dataclass
@@ -362,7 +326,7 @@ def test_a_replica_process_publishes_its_own_collections(
     redis: redis_lib.Redis,
     kafka: str,
     endpoints: Any,
-    spark_consumer: Any,
+    consumer: None,
     controller: Controller,
     config: ReplicaConfig,
     unique: str,

@@ -21,9 +21,8 @@ from typing import Any
 
 import pytest
 import redis as redis_lib
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from collection_manager.config import ConsumerConfig, ReplicaConfig
+from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.control.leases import Lease
 from collection_manager.control.members import REMOVED
@@ -34,7 +33,7 @@ from collection_manager.storage.store import RedisStore
 from producers.agent import AgentConfig, ReplicaAgent
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
-from spark_consumers.job import start_consumer
+from tests.integration.spark_query import consumer_query
 from tests.support import assert_eventually
 
 TIMEOUT = 90.0
@@ -82,22 +81,9 @@ def consumer(
 
     It depends on ``controller`` so it stops first: no sighting lands after the cleanup.
     """
-    dead = f"{topic}-dead"
-    admin = AdminClient({"bootstrap.servers": kafka})
-    admin.create_topics([NewTopic(dead, 1, 1)])[dead].result(30)
-    config = ConsumerConfig(
-        topic=topic,
-        dead_letter_topic=dead,
-        checkpoint_dir=str(tmp_path / "checkpoint"),
-        trigger_interval_ms=200,
-    )
     namespace = controller.config.replica_namespace
-    query = start_consumer(spark, config, kafka, endpoints.redis_url, replica_namespace=namespace)
-    try:
+    with consumer_query(spark, kafka, endpoints.redis_url, topic, tmp_path, namespace) as query:
         yield query
-    finally:
-        query.stop()
-        admin.delete_topics([dead])[dead].result(30)
 
 
 @pytest.fixture

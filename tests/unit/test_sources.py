@@ -268,6 +268,14 @@ def third_party_package(root: Path) -> Path:
     return site
 
 
+def _python_with(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """This Python in a child process that also sees the packages installed in ``site``."""
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
 def test_a_third_party_source_is_found_by_name_without_changing_the_product(
     tmp_path: Path,
 ) -> None:
@@ -282,25 +290,10 @@ def test_a_third_party_source_is_found_by_name_without_changing_the_product(
         print(sources["beams"].snapshot())
         """
     )
-    env_path = f"{site}"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
-        timeout=60,
-        check=False,
-    )
+    done = _python_with(site, "-c", code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'beams': [((0,), 1), ((90,), 1), ((180,), 1)]}"
-    listing = subprocess.run(
-        [sys.executable, "-m", "collection_manager.cli.main", "replica", "sources"],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
-        timeout=60,
-        check=False,
-    )
+    listing = _python_with(site, "-m", "collection_manager.cli.main", "replica", "sources")
     assert listing.returncode == 0, listing.stderr
     assert "lighthouse: the beams of a lighthouse" in listing.stdout
     assert "--beams BEAMS" in listing.stdout
