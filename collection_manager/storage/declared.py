@@ -43,8 +43,7 @@ class DeclaredCollections:
                 or the namespace would declare over ``MAX_DECLARED`` collections.
         """
         store = RedisStore(self._client)
-        for spec in specs:
-            self._check_room(spec.name)
+        self._check_room([spec.name for spec in specs])
         created = []
         for spec in specs:
             try:
@@ -65,14 +64,13 @@ class DeclaredCollections:
         found = self._client.hmget(CATALOG, names)
         return [name for name, raw in zip(names, found, strict=True) if raw is not None]
 
-    def _check_room(self, name: str) -> None:
-        if self._client.sismember(self._key, name):
-            return
-        if self._client.scard(self._key) >= MAX_DECLARED:
+    def _check_room(self, names: Sequence[str]) -> None:
+        new = [name for name in names if not self._client.sismember(self._key, name)]
+        if new and self._client.scard(self._key) + len(new) > MAX_DECLARED:
             raise CollectionManagerError(
-                f"cannot declare collection {name!r}: this replica namespace has "
-                f"{MAX_DECLARED} declared collections already, the bound (MAX_DECLARED); "
-                "drop unused ones"
+                f"cannot declare collection {new[0]!r}: this replica namespace has "
+                f"{self._client.scard(self._key)} declared collections already, and the bound "
+                f"is {MAX_DECLARED} (MAX_DECLARED); drop unused ones"
             )
 
 

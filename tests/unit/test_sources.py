@@ -316,3 +316,23 @@ def test_the_sources_listing_shows_each_source_and_its_defaults(
     assert "openmetrics: a real replica's Prometheus /metrics" in out
     assert "(default 10000)" in out
     assert "publishes: metric_samples, scrape_status (rows expire)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--source", "nope"], "--source nope: no such source; known: openmetrics, simulated"),
+        (["--source", "openmetrics"], "the following arguments are required: --target"),
+        (["--source", "openmetrics", "--target", "ftp://x"], "must be an http:// or https://"),
+        (["--workers", "two"], "argument --workers: invalid int value: 'two'"),
+    ],
+)
+def test_replica_run_refuses_a_bad_source_before_connecting(
+    args: list[str], error: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing answers here: reaching a service would fail with another message.
+    monkeypatch.setenv("CM_REDIS_URL", "redis://127.0.0.1:1")
+    monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", "127.0.0.1:1")
+    assert main(["replica", "run", "--id", "r1", *args]) == 1
+    err = capsys.readouterr().err
+    assert error in err and "Traceback" not in err, err
