@@ -15,8 +15,10 @@ from collection_manager.config import redact_url
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.storage.client import REDIS_FAULTS
 
-# Exit codes: 1 for a fault of the command's input or services, 130 for Ctrl-C.
+# Exit codes: 1 for a fault of the command's input or services, 2 for a command line that
+# is no valid use (as argparse exits), 130 for Ctrl-C.
 FAILED = 1
+USAGE = 2
 INTERRUPTED = 130
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+")

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from collection_manager.cli import bench, collections, infra, pipeline, progress, replicas, status
-from collection_manager.cli.faults import FAILED, INTERRUPTED, SERVICE_FAULTS, causes, describe
+from collection_manager.cli.faults import (
+    FAILED,
+    INTERRUPTED,
+    SERVICE_FAULTS,
+    USAGE,
+    causes,
+    describe,
+)
+from collection_manager.config.errors import UsageError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
 SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, bench)
@@ -72,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
+    except UsageError as exc:
+        print(f"error: {exc}\nsee: {parser.prog} {args.command} --help", file=sys.stderr)
+        return USAGE
     except SERVICE_FAULTS as exc:
         print(f"error: {describe(exc)}", file=sys.stderr)
         if args.verbose:

@@ -7,3 +7,7 @@ from collection_manager.core.errors import CollectionManagerError
 
 class ConfigError(CollectionManagerError):
     """A ``CM_*`` setting or a command-line option that has no valid value."""
+
+
+class UsageError(ConfigError):
+    """Options that are no valid use of a command, found after argparse (exit code 2)."""

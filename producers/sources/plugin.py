@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from collection_manager.config.errors import ConfigError
+from collection_manager.config.errors import ConfigError, UsageError
 from collection_manager.core.specs import CollectionSpec
 from producers.subscribe import Source
 from schemas.introspection import REPLICA_COLUMN
@@ -179,7 +179,7 @@ def parse_options(plugin: SourcePlugin, args: Sequence[str], prog: str) -> argpa
     """Parses the source's own options from ``args`` (what the ``replica run`` options left).
 
     Raises:
-        ConfigError: for an option the source does not know, or a bad value.
+        UsageError: for an option the source does not know, or a bad value.
     """
     parser = _OptionParser(prog=f"{prog} --source {plugin.name}", add_help=False)
     plugin.add_arguments(parser)
@@ -187,10 +187,10 @@ def parse_options(plugin: SourcePlugin, args: Sequence[str], prog: str) -> argpa
 
 
 class _OptionParser(argparse.ArgumentParser):
-    """Turns argparse's exit into a ``ConfigError`` that the command reports as usage."""
+    """Turns argparse's exit into a ``UsageError`` that the command reports (exit 2)."""
 
     def error(self, message: str) -> Any:
-        raise ConfigError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}")
 
 
 def options_help(plugin: SourcePlugin, prog: str) -> str:
