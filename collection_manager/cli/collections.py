@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -82,9 +83,20 @@ def register(commands: Any) -> None:
     tail = commands.add_parser("tail", help="a collection's changes (time, row, diff)")
     tail.add_argument("collection", help=COLLECTION_HELP)
     tail.add_argument(
-        "--since", type=time_argument, default=0, help="changes at this time or later"
+        "--since",
+        type=time_argument,
+        help="changes at this time or later (default 0; with --follow, only new ones)",
     )
-    tail.add_argument("--limit", type=positive_int, default=100, help="at most this many changes")
+    tail.add_argument(
+        "--limit", type=positive_int, default=100, help="at most this many changes (default 100)"
+    )
+    tail.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="print new changes as they come, one per line (JSON lines with --format json), "
+        f"asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C",
+    )
     add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
     tail.set_defaults(run=run_tail)
     _register_admin(commands, spec)
@@ -192,14 +204,48 @@ def run_query(args: argparse.Namespace) -> int:
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    """Prints the changes at times >= ``--since``, oldest first."""
+    """Prints the changes at times >= ``--since``, oldest first (or follows them)."""
     store = store_from_env()
     spec = collection_spec(store, args.collection)
-    entries = store.tail(spec.name, args.since, args.limit)
+    if args.follow:
+        return follow(store, spec, args.since, args.format)
+    since = args.since or 0
+    entries = store.tail(spec.name, since, args.limit)
     _, latest = store.size(spec.name)
-    table = tail_table(spec, entries, args.since, args.limit, latest)
+    table = tail_table(spec, entries, since, args.limit, latest)
     show(args.format, tail_json(spec, entries), table)
     return 0
+
+
+FOLLOW_POLL_S = 0.5
+
+
+def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str) -> int:
+    """Prints each change at a time >= ``since`` (default: after the latest) as a line, as
+    it becomes readable, until Ctrl-C; exits 0 then.
+
+    A time becomes readable once every change at it is in the log (a delete in steps
+    writes its changes first), so each poll reads whole times, and the next starts after
+    the last time printed: nothing is printed twice or skipped. A poll reads only what is
+    new since the last one.
+    """
+    if since is None:
+        since = store.size(spec.name)[1] + 1
+    if fmt != "json":
+        print("\t".join([header("time", spec.column_names), *spec.column_names, "diff"]))
+    try:
+        while True:
+            for entry in store.tail(spec.name, since):
+                if fmt == "json":
+                    # One line per change (JSON lines), for `jq` and line-reading scripts.
+                    print(json.dumps(tail_json(spec, [entry])[0], default=str), flush=True)
+                else:
+                    cells = [entry.time, *entry.row, entry.diff]
+                    print("\t".join("null" if c is None else str(c) for c in cells), flush=True)
+                since = entry.time + 1
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        return 0  # the way to stop following, not a failure
 
 
 def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:

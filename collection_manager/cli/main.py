@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -30,7 +31,21 @@ DESCRIPTION = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """Bad arguments get one ``error:`` line naming the command's ``--help``, not a usage dump."""
+    """Bad arguments get one ``error:`` line naming the command's ``--help``, not a usage dump.
+
+    Every command's parser takes ``-v``, so it works before or after the command (as git's
+    flags do); the value is only set where it is given (the top level's default is False).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="log progress; errors show their causes",
+        )
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message}\nsee: {self.prog} --help\n")
@@ -48,12 +63,18 @@ class _Commands:
         return parser
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("collection-manager")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(prog="collection-manager", description=DESCRIPTION)
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="log progress; errors show their causes"
-    )
+    parser.set_defaults(verbose=False)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands = _Commands(subparsers)
     for module in SUBCOMMANDS:

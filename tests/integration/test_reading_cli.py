@@ -8,6 +8,7 @@ ids, so it can run beside other tests on the same services; the shared consumer 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -149,6 +150,44 @@ def test_tail_prints_the_changes(capsys: pytest.CaptureFixture[str], collection:
     assert any("r2" in line and "-2" in line for line in out.splitlines())
     status, out, _ = run(capsys, "tail", collection, "--since", "4")
     assert out == f"{collection}: no changes at times >= 4 (its latest time is 3)\n"
+
+
+def _follow(collection: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "collection_manager.cli.main", "tail", collection, "-f", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
+    collection: str, store: RedisStore, cli_env: str
+) -> None:
+    """From the latest time on by default, from ``--since`` when given; a line per change,
+    none twice, in time order; Ctrl-C ends it with 0."""
+    new, since_two = _follow(collection), _follow(collection, "--since", "2", "--format", "json")
+    try:
+        # Before the append: the header of the one (printed once it knows where to start),
+        # what exists at times 2 and 3 from the other.
+        assert new.stdout.readline().split("\t")[:2] == ["time", "replica_id"]  # type: ignore[union-attr]
+        old = [json.loads(since_two.stdout.readline())["time"] for _ in range(3)]  # type: ignore[union-attr]
+        assert old == [2, 3, 3]
+        more = Append(collection, "r1", 1, [(("r1", 2, True, None), 1)], produced_at=0)
+        store.apply_requests(f"t-{cli_env}", 0, [(3, more)])
+        assert new.stdout.readline() == "4\tr1\t2\tTrue\tnull\t1\n"  # type: ignore[union-attr]
+        assert json.loads(since_two.stdout.readline()) == {  # type: ignore[union-attr]
+            "time": 4,
+            "row": {"replica_id": "r1", "worker_id": 2, "hydrated": True, "count": None},
+            "diff": 1,
+        }
+    finally:
+        for process in (new, since_two):
+            process.send_signal(signal.SIGINT)
+    for process in (new, since_two):
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert out == "" and "Traceback" not in err  # nothing more, nothing twice
 
 
 def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], collection: str) -> None:

@@ -80,3 +80,25 @@ def test_a_state_file_needs_steps(
     assert main(argv) == 1
     assert capsys.readouterr().err == "error: --state-file needs --steps\n"
     assert list(tmp_path.iterdir()) == []  # refused before starting anything
+
+
+def test_version_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("collection-manager ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "verbose"),
+    [
+        (["replicas"], False),
+        (["-v", "replicas"], True),
+        (["replicas", "-v"], True),
+        (["replica", "run", "--id", "r1", "--verbose"], True),
+        (["collections", "list", "-v"], True),
+    ],
+)
+def test_verbose_is_taken_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
+    args, rest = build_parser().parse_known_args(argv)
+    assert (args.verbose, rest) == (verbose, [])
