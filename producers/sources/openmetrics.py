@@ -129,6 +129,8 @@ class OpenMetricsSource:
             self._last_success_ms,
         )
         old, self._status = self._status, status
+        if old == status:  # nothing new to say (its TTL is refreshed all the same)
+            return {METRIC_SAMPLES: samples, SCRAPE_STATUS: []}
         changes: list[Update] = [] if old is None else [(old, -1)]
         return {METRIC_SAMPLES: samples, SCRAPE_STATUS: [*changes, (status, 1)]}
 

@@ -337,3 +337,12 @@ def test_replica_run_refuses_a_bad_source_before_connecting(
     assert main(["replica", "run", "--id", "r1", *args]) == (2 if usage else 1)
     err = capsys.readouterr().err
     assert error in err and "Traceback" not in err, err
+
+
+def test_an_unchanged_status_is_not_published_again() -> None:
+    same = Scrape({("up", ""): 1.0}, None, 5)
+    source = OpenMetricsSource(
+        "r1", "http://s/metrics", Filters(), ScrapeLimits(), _scripted(same, same), lambda: 7
+    )
+    assert len(source.snapshot()[SCRAPE_STATUS]) == 1
+    assert source.step() == {METRIC_SAMPLES: [], SCRAPE_STATUS: []}
