@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from collection_manager import devservices
@@ -95,7 +97,7 @@ def register(commands: Any) -> None:
         "--follow",
         action="store_true",
         help="print new changes as they come, one per line (JSON lines with --format json), "
-        f"asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C",
+        f"asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C or SIGTERM (exit 0)",
     )
     add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
     tail.set_defaults(run=run_tail)
@@ -220,6 +222,10 @@ def run_tail(args: argparse.Namespace) -> int:
 FOLLOW_POLL_S = 0.5
 
 
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str) -> int:
     """Prints each change at a time >= ``since`` (default: after the latest) as a line, as
     it becomes readable, until Ctrl-C; exits 0 then.
@@ -231,6 +237,7 @@ def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str)
     """
     if since is None:
         since = store.size(spec.name)[1] + 1
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` ends it as Ctrl-C does
     if fmt != "json":
         print("\t".join([header("time", spec.column_names), *spec.column_names, "diff"]))
     try:

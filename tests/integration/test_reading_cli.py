@@ -158,6 +158,9 @@ def _follow(collection: str, *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As in a terminal: a shell runs a background job (make's under a script started
+        # with `&`) with SIGINT ignored, and the child would inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -165,7 +168,7 @@ def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
     collection: str, store: RedisStore, cli_env: str
 ) -> None:
     """From the latest time on by default, from ``--since`` when given; a line per change,
-    none twice, in time order; Ctrl-C ends it with 0."""
+    none twice, in time order; Ctrl-C or SIGTERM ends it with 0."""
     new, since_two = _follow(collection), _follow(collection, "--since", "2", "--format", "json")
     try:
         # Before the append: the header of the one (printed once it knows where to start),
@@ -182,8 +185,8 @@ def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
             "diff": 1,
         }
     finally:
-        for process in (new, since_two):
-            process.send_signal(signal.SIGINT)
+        new.send_signal(signal.SIGINT)  # Ctrl-C
+        since_two.send_signal(signal.SIGTERM)  # kill
     for process in (new, since_two):
         out, err = process.communicate(timeout=30)
         assert process.returncode == 0, err
