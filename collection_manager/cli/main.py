@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -115,5 +116,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
 
 
+def entry() -> NoReturn:
+    """The console script: :func:`main`, then exit with its code.
+
+    Once ``main`` returned, the command's work is done: a Ctrl-C that lands while the
+    interpreter shuts down would kill it with SIGINT instead of its exit code.
+    """
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
