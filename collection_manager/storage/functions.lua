@@ -349,6 +349,75 @@ local function cm_read(keys, args)
   return reply
 end
 
+-- One step of a stepped read (storage/stepped_read.py): the candidates a scan finds from
+-- where it stands, at most about `budget` of them, that match the filter (and, split in n
+-- parts, fall in part `slot`), with their multiplicities at the time the step answers at.
+-- Steps of one read answer at different times; the reader brings them to one time with the
+-- change log. Pending deletes are seen as cm_read sees them. A cursor means something only
+-- to the server that gave it (server_run): the reply names the server, and a reader that
+-- meets another one starts again.
+-- keys: 1 contents, 2 time, 3 pending.
+-- args: 1 index key prefix, 2 JSON {x = index keys?, f = filter?}, 3 index key position
+-- (1-based), 4 cursor, 5 budget, 6 parts n, 7 part slot (0-based).
+-- Replies {time, run, next position (0: the scan is done), next cursor, row, multiplicity,
+-- ...}.
+local function cm_scan(keys, args)
+  local contents, query = keys[1], cjson.decode(args[2])
+  local position, cursor, budget = tonumber(args[3]), args[4], tonumber(args[5])
+  local parts, slot = tonumber(args[6]), tonumber(args[7])
+  local retracted, pending_time = pending_delete(keys[3], args[1])
+  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0',
+                 server_run(), 0, '0'}
+  local found, done = {}, false
+  while budget > 0 and not done do
+    local batch = {}
+    if query.x then
+      local scanned = redis.call('SSCAN', args[1] .. query.x[position], cursor, 'COUNT', budget)
+      cursor, batch = scanned[1], scanned[2]
+    else
+      local scanned = redis.call('HSCAN', contents, cursor, 'COUNT', budget)
+      cursor = scanned[1]
+      for i = 1, #scanned[2], 2 do batch[#batch + 1] = scanned[2][i] end
+    end
+    for _, row in ipairs(batch) do found[#found + 1] = row end
+    budget = budget - #batch - 1  -- a scan call costs even when it finds nothing
+    if cursor == '0' then
+      if query.x and position < #query.x then position = position + 1 else done = true end
+    end
+  end
+  reply[3], reply[4] = done and 0 or integer(position), cursor
+  for _, row in ipairs(found) do
+    if (parts == 1 or tonumber(string.sub(redis.sha1hex(row), 1, 8), 16) % parts == slot)
+        and (query.f == nil or matches(query.f, cjson.decode(row)))
+        and not (retracted and retracted(row)) then
+      local multiplicity = redis.call('HGET', contents, row)
+      if multiplicity then
+        reply[#reply + 1] = row
+        reply[#reply + 1] = multiplicity
+      end
+    end
+  end
+  return reply
+end
+
+-- The multiplicities of given rows (0 for absent ones, and for those a pending delete
+-- retracts), and the time they are at: a stepped read's second look at rows that changed
+-- while it scanned. keys: 1 contents, 2 time, 3 pending. args: 1 index key prefix, 2... rows.
+-- Replies {time, multiplicity, ...}.
+local function cm_counts(keys, args)
+  local retracted, pending_time = pending_delete(keys[3], args[1])
+  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0'}
+  for i = 2, #args do
+    local row = args[i]
+    local multiplicity = '0'
+    if not (retracted and retracted(row)) then
+      multiplicity = redis.call('HGET', keys[1], row) or '0'
+    end
+    reply[#reply + 1] = multiplicity
+  end
+  return reply
+end
+
 -- Deletes one collection's keys by name, never by pattern: the index sets of its current
 -- rows, derived by row_index_keys as add derives them (a set exists only while a row of its
 -- value is in contents), then its keys. Arguments: the index prefix, unused, the payload
@@ -377,4 +446,6 @@ redis.register_function('cm_horizon', cm_horizon)
 redis.register_function('cm_continue', cm_continue)
 redis.register_function('cm_drop', cm_drop)
 redis.register_function{function_name = 'cm_read', callback = cm_read, flags = {'no-writes'}}
+redis.register_function{function_name = 'cm_scan', callback = cm_scan, flags = {'no-writes'}}
+redis.register_function{function_name = 'cm_counts', callback = cm_counts, flags = {'no-writes'}}
 redis.register_function{function_name = 'cm_version', callback = cm_version, flags = {'no-writes'}}

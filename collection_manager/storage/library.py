@@ -36,9 +36,11 @@ CONTINUE = "cm_continue"
 DUE = "cm_due"
 HORIZON = "cm_horizon"
 READ = "cm_read"
+SCAN = "cm_scan"
+COUNTS = "cm_counts"
 DROP = "cm_drop"
 VERSION_FUNCTION = "cm_version"
-FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, DROP, VERSION_FUNCTION)
+FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, SCAN, COUNTS, DROP, VERSION_FUNCTION)
 
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 

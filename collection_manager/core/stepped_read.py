@@ -1,0 +1,163 @@
+"""A read at one time made of bounded steps that each answer at their own time.
+
+No Redis call may do work in proportion to a collection's size, so a large read scans in
+steps, and writes go on between them: each step answers at the time the collection is at
+then, and a row that changed during the scan may be seen twice, at two multiplicities, or
+not at all (a scan promises only the rows present all along). The change log makes one time
+of it (docs/design.md §5a):
+
+- every multiplicity seen at time ``t`` is moved to the read's time ``T`` by the log's
+  changes between ``t`` and ``T`` (forwards or backwards);
+- a row with no change in the span of ``T`` and the steps' times kept one multiplicity all
+  along: if it had one, the scan saw it, and if the scan did not see it, it had none;
+- a row with a change in that span may have been missed: it is looked at once more.
+
+The steps come from a :class:`StepReads` (Redis in ``storage/step_reads.py``, an in-memory
+adversary in the tests); this module only decides what to ask and how to combine it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
+
+from collection_manager.core.errors import CollectionManagerError
+
+RowT = TypeVar("RowT", bound=Hashable)
+
+# How many rows a second look asks for in one call.
+COUNTS_PER_CALL = 2_000
+
+
+class SteppedReadError(CollectionManagerError):
+    """A stepped read cannot give one consistent time (a restart, a trimmed log, a wait)."""
+
+
+class ServerChanged(SteppedReadError):
+    """The scan met another server (a restart or a failover): its cursor means nothing there."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Change(Generic[RowT]):
+    """One change of the log: ``row``'s multiplicity moved by ``diff`` at ``time``."""
+
+    time: int
+    row: RowT
+    diff: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanStep(Generic[RowT]):
+    """One step of a scan: the rows it found with their multiplicities at ``time``.
+
+    ``cursor`` is where the next step starts (None: the scan is done); ``server`` names the
+    server that answered, whose cursor it is.
+    """
+
+    time: int
+    server: str
+    cursor: object | None
+    rows: Mapping[RowT, int]
+
+
+class StepReads(Protocol[RowT]):
+    """The bounded calls a stepped read is made of, for one collection and one filter."""
+
+    def scan(self, cursor: object | None) -> ScanStep[RowT]:
+        """The next step of the scan (``None``: the first)."""
+        ...
+
+    def counts(self, rows: Sequence[RowT]) -> tuple[int, list[int]]:
+        """The time and the multiplicities of ``rows`` then (0 for an absent row)."""
+        ...
+
+    def readable(self) -> int:
+        """The latest readable time: the log is whole up to it."""
+        ...
+
+    def changes(self, after: int, through: int) -> Iterable[Change[RowT]]:
+        """The log's changes at times in ``(after, through]``, oldest first."""
+        ...
+
+    def trimmed_through(self) -> int:
+        """The latest time of a change the log no longer holds (0: none was trimmed)."""
+        ...
+
+    def wanted(self, row: RowT) -> bool:
+        """Whether the read asks for ``row`` (its filter, its part of a split read)."""
+        ...
+
+
+def read_at(
+    reads: StepReads[RowT], as_of: int, wait_readable: Callable[[int], None]
+) -> dict[RowT, int]:
+    """The wanted rows and their multiplicities at time ``as_of``.
+
+    ``wait_readable(t)`` returns once ``reads.readable() >= t`` (or raises): a step can
+    answer at the time of a delete still in progress, whose changes the log holds only when
+    it is done.
+
+    Raises:
+        ServerChanged: when the scan met another server; start again.
+        SteppedReadError: when the log no longer holds the changes the read needs.
+    """
+    seen: dict[RowT, tuple[int, int]] = {}
+    low = high = as_of
+    cursor: object | None = None
+    server: str | None = None
+    while True:
+        step = reads.scan(cursor)
+        if server is not None and step.server != server:
+            raise ServerChanged(f"the scan met another Redis server ({step.server})")
+        server = step.server
+        seen.update((row, (step.time, count)) for row, count in step.rows.items())
+        low, high = min(low, step.time), max(high, step.time)
+        if step.cursor is None:
+            break
+        cursor = step.cursor
+    wait_readable(high)
+    changes = list(reads.changes(low, high))
+    missed = {c.row for c in changes if c.row not in seen and reads.wanted(c.row)}
+    last_look = high
+    for chunk in _chunks(list(missed), COUNTS_PER_CALL):
+        time, counts = reads.counts(chunk)
+        seen.update((row, (time, count)) for row, count in zip(chunk, counts, strict=True))
+        last_look = max(last_look, time)
+    if last_look > high:
+        wait_readable(last_look)
+        changes.extend(reads.changes(high, last_look))
+    trimmed = reads.trimmed_through()
+    if trimmed > low:
+        raise SteppedReadError(
+            f"the change log no longer holds the changes after time {low} that the read "
+            f"needs (trimmed through {trimmed}): the collection changed faster than the read "
+            "went; read again"
+        )
+    return moved_to(as_of, seen, changes)
+
+
+def moved_to(
+    as_of: int, seen: Mapping[RowT, tuple[int, int]], changes: Iterable[Change[RowT]]
+) -> dict[RowT, int]:
+    """Each seen row's multiplicity at ``as_of`` (rows at zero left out).
+
+    ``seen[row]`` is ``(time, multiplicity then)``; ``changes`` must hold every change of a
+    seen row between its time and ``as_of``. A change after ``as_of`` that the row was seen
+    after is undone; one after the row was seen, up to ``as_of``, is applied.
+    """
+    result = {row: count for row, (_, count) in seen.items()}
+    for change in changes:
+        if change.row not in seen:
+            continue
+        seen_at = seen[change.row][0]
+        if as_of < change.time <= seen_at:
+            result[change.row] -= change.diff
+        elif seen_at < change.time <= as_of:
+            result[change.row] += change.diff
+    return {row: count for row, count in result.items() if count != 0}
+
+
+def _chunks(items: list[RowT], size: int) -> Iterable[list[RowT]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

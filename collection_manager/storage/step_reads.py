@@ -1,0 +1,223 @@
+"""Reads at one time in bounded steps, on Redis (``core/stepped_read.py`` says how).
+
+Each call does a bounded amount of work: a scan step looks at about ``STEP_ROWS`` candidate
+rows (``cm_scan``), a second look asks for at most ``COUNTS_PER_CALL`` rows (``cm_counts``),
+and the change log is read ``LOG_ENTRIES_PER_CALL`` entries at a time. So a read of 10^7
+rows never holds Redis for longer than one step, and other clients are served in between.
+
+A read may be split: by index set (one part per set of a pushed-down ``IN``) or, for a
+scan, in ``parts`` parts by a hash of the row, each a separate read that Spark runs in
+parallel. Every part reads at the same time ``as_of``, so together they are one snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import redis
+
+from collection_manager.core.filters import Filter, compile_filter
+from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.core.stepped_read import (
+    Change,
+    ScanStep,
+    ServerChanged,
+    SteppedReadError,
+    read_at,
+)
+from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, CollectionKeys
+from collection_manager.storage.library import COUNTS, SCAN, call
+from collection_manager.storage.ops import double_positions, query_json
+from collection_manager.storage.plan import filter_query
+from collection_manager.storage.rows import decode_rows, encode_row, index_value
+
+# Candidate rows one scan step looks at (about: a step ends with the scan call that passes it).
+STEP_ROWS = 2_000
+# Change-log entries one XRANGE reads (an entry holds up to 2,000 changes of one time).
+LOG_ENTRIES_PER_CALL = 20
+# How long a read waits for a delete in progress to become readable, and how often a read
+# that met another server (a restart, a failover) starts again before it gives up.
+PENDING_WAIT_S = 60.0
+ATTEMPTS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPart:
+    """What one part of a read asks for: a filter (None: every row), and its share.
+
+    ``index_keys`` restricts the scan to those index sets (from the filter's index lookup);
+    ``parts``/``slot`` split a scan by a hash of the row. Picklable, for Spark's executors.
+    """
+
+    where: Filter | None = None
+    index_keys: tuple[str, ...] | None = None
+    parts: int = 1
+    slot: int = 0
+
+
+def split(spec: CollectionSpec, where: Filter | None, parts: int) -> list[ReadPart]:
+    """The parts of a read of ``spec`` matching ``where``: one per index set when the index
+    answers it with the sets of one column (disjoint: a row holds one value there), else
+    ``parts`` shares of a scan (or of the sets of several columns, which may overlap)."""
+    index_keys: list[str] | None = None
+    if where is not None:
+        index_keys, _ = filter_query(where, spec)
+    if index_keys is not None:
+        columns = {key.split(":", 1)[0] for key in index_keys}
+        if len(columns) == 1 and len(index_keys) > 1:
+            return [ReadPart(where, (key,)) for key in index_keys]
+        return [ReadPart(where, tuple(index_keys))]
+    return [ReadPart(where, None, parts, slot) for slot in range(parts)]
+
+
+class RedisStepReads:
+    """``StepReads`` of one part of a read of one collection, on one Redis."""
+
+    def __init__(self, client: redis.Redis, spec: CollectionSpec, part: ReadPart) -> None:
+        self._client = client
+        self._spec = spec
+        self._part = part
+        self._keys = CollectionKeys(spec.name)
+        self._doubles = double_positions(spec)
+        residual = None
+        if part.where is not None:
+            _, residual = filter_query(part.where, spec)
+        self._query = query_json(part.index_keys, residual)
+        self._own_keys = None if part.index_keys is None else set(part.index_keys)
+        self._matches = (
+            None if part.where is None else compile_filter(part.where, spec.column_names)
+        )
+        self.rows_read = 0  # rows the scan steps and second looks returned
+
+    def _read_keys(self) -> list[str]:
+        return [self._keys.contents, self._keys.time, self._keys.pending]
+
+    def scan(self, cursor: object | None) -> ScanStep[Row]:
+        position, at = cast(tuple[int, str], cursor or (1, "0"))
+        part = self._part
+        reply = call(
+            self._client,
+            SCAN,
+            self._read_keys(),
+            [self._keys.index_prefix, self._query, position, at, STEP_ROWS, part.parts, part.slot],
+            read_only=True,
+        )
+        rows = decode_rows(reply[4::2])
+        self.rows_read += len(rows)
+        following = int(reply[2])
+        return ScanStep(
+            time=int(reply[0]),
+            server=_text(reply[1]),
+            cursor=None if following == 0 else (following, _text(reply[3])),
+            rows=dict(zip(rows, map(int, reply[5::2]), strict=True)),
+        )
+
+    def counts(self, rows: Sequence[Row]) -> tuple[int, list[int]]:
+        encoded = [encode_row(row, self._doubles) for row in rows]
+        reply = call(
+            self._client, COUNTS, self._read_keys(), [self._keys.index_prefix, *encoded], True
+        )
+        self.rows_read += len(rows)
+        return int(reply[0]), [int(count) for count in reply[1:]]
+
+    def readable(self) -> int:
+        return int(self._client.get(self._keys.time) or 0)
+
+    def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
+        start = f"{after + 1}-0"
+        rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
+        while True:
+            entries = cast(
+                list[tuple[bytes, dict[bytes, bytes]]],
+                self._client.xrange(
+                    self._keys.log, min=start, max=str(through), count=LOG_ENTRIES_PER_CALL
+                ),
+            )
+            for entry_id, fields in entries:
+                at = int(entry_id.split(b"-")[0])
+                rows = _log_rows(fields[rows_field])
+                for row, diff in zip(rows, _ints(fields[diffs_field]), strict=True):
+                    yield Change(at, row, diff)
+            if len(entries) < LOG_ENTRIES_PER_CALL:
+                return
+            start = "(" + entries[-1][0].decode()
+
+    def trimmed_through(self) -> int:
+        try:
+            info = self._client.xinfo_stream(self._keys.log)
+        except redis.ResponseError:  # no log: nothing was ever written, or it all expired
+            return 0
+        deleted = info.get("max-deleted-entry-id") or b"0-0"
+        return int(_text(deleted).split("-")[0])
+
+    def wanted(self, row: Row) -> bool:
+        part = self._part
+        if self._matches is not None and not self._matches(row):
+            return False
+        if self._own_keys is not None and not self._in_own_sets(row):
+            return False
+        if part.parts > 1:
+            digest = hashlib.sha1(encode_row(row, self._doubles).encode()).hexdigest()
+            return int(digest[:8], 16) % part.parts == part.slot
+        return True
+
+    def _in_own_sets(self, row: Row) -> bool:
+        # A row is in the index set of each indexed column's value (rows.index_value).
+        assert self._own_keys is not None
+        for column, value in zip(self._spec.column_names, row, strict=True):
+            indexed = column in self._spec.indexed_columns and value is not None
+            if indexed and f"{column}:{index_value(value)}" in self._own_keys:
+                return True
+        return False
+
+    def wait_readable(self, at: int) -> None:
+        deadline = time.monotonic() + PENDING_WAIT_S
+        pause = 0.01
+        while self.readable() < at:
+            if time.monotonic() > deadline:
+                raise SteppedReadError(
+                    f"a delete in progress in {self._spec.name} at time {at} did not finish "
+                    f"within {PENDING_WAIT_S:.0f} s (the consumer applies it step by step); "
+                    "read again once it has",
+                    collection=self._spec.name,
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+
+
+def read_part(
+    client: redis.Redis, spec: CollectionSpec, part: ReadPart, as_of: int
+) -> tuple[dict[Row, int], int]:
+    """One part's rows at ``as_of`` and how many rows Redis returned to get them.
+
+    Raises:
+        SteppedReadError: when no consistent read could be made (see ``read_at``).
+    """
+    for attempt in range(1, ATTEMPTS + 1):
+        reads = RedisStepReads(client, spec, part)
+        try:
+            return read_at(reads, as_of, reads.wait_readable), reads.rows_read
+        except ServerChanged as exc:
+            if attempt == ATTEMPTS:
+                raise SteppedReadError(
+                    f"{exc} {ATTEMPTS} times while reading {spec.name}; read again",
+                    collection=spec.name,
+                ) from None
+    raise AssertionError("unreachable")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _log_rows(raw: bytes) -> list[Row]:
+    return [tuple(row) for row in json.loads(raw)]
+
+
+def _ints(raw: bytes) -> list[int]:
+    return [int(diff) for diff in json.loads(raw)]
