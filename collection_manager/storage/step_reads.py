@@ -38,7 +38,7 @@ from collection_manager.storage.rows import decode_rows, encode_row, index_value
 
 # Candidate rows one scan step looks at (about: a step ends with the scan call that passes it).
 STEP_ROWS = 2_000
-# Change-log entries one XRANGE reads (an entry holds up to 2,000 changes of one time).
+# Change-log entries one XRANGE reads (an entry holds up to 512 changes of one time).
 LOG_ENTRIES_PER_CALL = 20
 # How long a read waits for a delete in progress to become readable, and how often a read
 # that met another server (a restart, a failover) starts again before it gives up.
@@ -75,6 +75,54 @@ def split(spec: CollectionSpec, where: Filter | None, parts: int) -> list[ReadPa
     return [ReadPart(where, None, parts, slot) for slot in range(parts)]
 
 
+class ChangeLog:
+    """A collection's change log, read in bounded steps."""
+
+    def __init__(self, client: redis.Redis, collection: str) -> None:
+        self._client = client
+        self._key = CollectionKeys(collection).log
+
+    def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
+        """The changes at times in ``(after, through]``, oldest first."""
+        start = f"{after + 1}-0"
+        rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
+        while True:
+            entries = cast(
+                list[tuple[bytes, dict[bytes, bytes]]],
+                self._client.xrange(
+                    self._key, min=start, max=str(through), count=LOG_ENTRIES_PER_CALL
+                ),
+            )
+            for entry_id, fields in entries:
+                at = int(entry_id.split(b"-")[0])
+                rows = _log_rows(fields[rows_field])
+                for row, diff in zip(rows, _ints(fields[diffs_field]), strict=True):
+                    yield Change(at, row, diff)
+            if len(entries) < LOG_ENTRIES_PER_CALL:
+                return
+            start = "(" + entries[-1][0].decode()
+
+    def trimmed_through(self) -> int:
+        """The latest time of a change trimmed from the log (0: none was).
+
+        Trimming (``XADD MAXLEN``) removes the oldest entries; Redis counts the entries ever
+        added, so whether any went, and that they were before the first one left, is known.
+        (``max-deleted-entry-id`` would say more, but trimming does not move it.)
+        """
+        try:
+            info = self._client.xinfo_stream(self._key)
+        except redis.ResponseError:  # no log: nothing was ever written
+            return 0
+        if int(info["entries-added"]) == int(info["length"]):
+            return 0
+        if not info["first-entry"]:
+            return int(_text(info["last-generated-id"]).split("-")[0])
+        first_time, first_seq = map(int, _text(info["first-entry"][0]).split("-"))
+        # Entries before the first left went; at its own time, only when it is not the
+        # time's first entry.
+        return first_time if first_seq > 0 else first_time - 1
+
+
 class RedisStepReads:
     """``StepReads`` of one part of a read of one collection, on one Redis."""
 
@@ -83,6 +131,7 @@ class RedisStepReads:
         self._spec = spec
         self._part = part
         self._keys = CollectionKeys(spec.name)
+        self._log = ChangeLog(client, spec.name)
         self._doubles = double_positions(spec)
         residual = None
         if part.where is not None:
@@ -129,31 +178,10 @@ class RedisStepReads:
         return int(self._client.get(self._keys.time) or 0)
 
     def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
-        start = f"{after + 1}-0"
-        rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
-        while True:
-            entries = cast(
-                list[tuple[bytes, dict[bytes, bytes]]],
-                self._client.xrange(
-                    self._keys.log, min=start, max=str(through), count=LOG_ENTRIES_PER_CALL
-                ),
-            )
-            for entry_id, fields in entries:
-                at = int(entry_id.split(b"-")[0])
-                rows = _log_rows(fields[rows_field])
-                for row, diff in zip(rows, _ints(fields[diffs_field]), strict=True):
-                    yield Change(at, row, diff)
-            if len(entries) < LOG_ENTRIES_PER_CALL:
-                return
-            start = "(" + entries[-1][0].decode()
+        return self._log.changes(after, through)
 
     def trimmed_through(self) -> int:
-        try:
-            info = self._client.xinfo_stream(self._keys.log)
-        except redis.ResponseError:  # no log: nothing was ever written, or it all expired
-            return 0
-        deleted = info.get("max-deleted-entry-id") or b"0-0"
-        return int(_text(deleted).split("-")[0])
+        return self._log.trimmed_through()
 
     def wanted(self, row: Row) -> bool:
         part = self._part

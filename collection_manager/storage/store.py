@@ -12,6 +12,7 @@ from typing import Any
 
 import redis
 
+from collection_manager.config import redact_url
 from collection_manager.core.errors import (
     CollectionManagerError,
     InfrastructureError,
@@ -138,10 +139,10 @@ class RedisStore(StoreReads):
             client.ping()
         except redis.AuthenticationError as exc:
             raise InfrastructureError(
-                f"Redis at {url} refused the user and password in CM_REDIS_URL: {exc}"
+                f"Redis at {redact_url(url)} refused the user and password in CM_REDIS_URL: {exc}"
             ) from exc
         except REDIS_FAULTS as exc:
-            raise InfrastructureError(f"Redis at {url} does not answer: {exc}") from exc
+            raise InfrastructureError(f"Redis at {redact_url(url)} does not answer: {exc}") from exc
         return cls(client, **kwargs)
 
     # Catalog

@@ -20,9 +20,10 @@ import redis as redis_lib
 from collection_manager.core.filters import Filter, compile_filter, eq, ge, in_
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.core.stepped_read import SteppedReadError
 from collection_manager.storage import step_reads
 from collection_manager.storage.client import redis_client
-from collection_manager.storage.step_reads import ReadPart, read_part, split
+from collection_manager.storage.step_reads import ChangeLog, ReadPart, read_part, split
 from collection_manager.storage.store import RedisStore
 
 ROW_SCHEMA = {
@@ -143,3 +144,20 @@ def test_pushed_down_index_sets_read_only_their_rows(
     assert len(rows) == WORKERS and read == WORKERS
     whole, read_all = read_part(store._client, spec, ReadPart(), as_of)
     assert len(whole) == read_all == WORKERS * len(REPLICAS)
+
+
+def test_a_read_older_than_the_trimmed_log_is_refused(redis: redis_lib.Redis, unique: str) -> None:
+    store = RedisStore(redis, log_max_length=1)
+    spec = CollectionSpec(f"trimmed-{unique}", ROW_SCHEMA, ("replica_id",))
+    store.create_collection(spec)
+    try:
+        for offset in range(300):  # XADD MAXLEN ~ trims whole nodes of 100 entries
+            update = ((("r1", offset, 1.0), 1),)
+            store.apply_requests("t", 0, [(offset, Append(spec.name, "r1", 1, update, 0))])
+        assert ChangeLog(redis, spec.name).trimmed_through() == 200
+        with pytest.raises(SteppedReadError, match="trimmed through 200"):
+            read_part(redis, spec, ReadPart(), 150)
+        rows, _ = read_part(redis, spec, ReadPart(), 250)
+        assert len(rows) == 250
+    finally:
+        store.drop_collection(spec.name)

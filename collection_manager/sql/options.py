@@ -1,0 +1,96 @@
+"""The options of the data sources, checked before anything connects."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+
+import redis
+
+from collection_manager.config import redact_url
+from collection_manager.core.errors import CollectionManagerError, InfrastructureError
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.store import RedisStore
+
+URL_OPTION = "redis.url"
+MAX_PARTS = 64
+
+
+class OptionError(CollectionManagerError):
+    """An option of a read is missing or out of its bounds."""
+
+
+def option(options: Mapping[str, str], name: str) -> str | None:
+    """Option ``name`` whatever its case, as Spark's own options are (``startingTime``
+    arrives as ``startingtime``)."""
+    wanted = name.lower()
+    return next((value for key, value in options.items() if key.lower() == wanted), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Connection:
+    """Which Redis, and which collection in it. Picklable: it travels to the executors."""
+
+    url: str
+    collection: str
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> Connection:
+        """From a read's options: ``load("<collection>")`` and ``redis.url`` (or, without
+        it, ``CM_REDIS_URL`` of the process)."""
+        collection = option(options, "path")
+        if not collection:
+            raise OptionError('no collection given: load("<collection>")')
+        url = option(options, URL_OPTION) or os.environ.get("CM_REDIS_URL")
+        if not url:
+            raise OptionError(f"no Redis given: set option {URL_OPTION} or CM_REDIS_URL")
+        return cls(url, collection)
+
+    def client(self) -> redis.Redis:
+        """A client of the Redis (one per task: clients do not travel)."""
+        try:
+            return redis_client(self.url, socket_connect_timeout=5, socket_timeout=30)
+        except REDIS_FAULTS as exc:
+            raise self.unreachable(exc) from None
+
+    def unreachable(self, exc: Exception) -> InfrastructureError:
+        """The one error of a Redis that does not answer (the URL without its password)."""
+        return InfrastructureError(f"Redis at {redact_url(self.url)} does not answer: {exc}")
+
+    def spec(self, client: redis.Redis | None = None) -> CollectionSpec:
+        """The collection's definition.
+
+        Raises:
+            UnknownCollectionError: when there is no such collection.
+            InfrastructureError: when Redis does not answer.
+        """
+        try:
+            return RedisStore(client or self.client()).spec(self.collection)
+        except REDIS_FAULTS as exc:
+            raise self.unreachable(exc) from None
+
+
+def bounded_int(options: Mapping[str, str], name: str, low: int, high: int) -> int | None:
+    """Option ``name`` as an int in ``[low, high]``, or None when not given."""
+    raw = option(options, name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option {name} must be a whole number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise OptionError(f"option {name} must be from {low} to {high}, not {value}")
+    return value
+
+
+def flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    """Option ``name`` as true/false."""
+    raw = option(options, name)
+    if raw is None:
+        return default
+    if raw.lower() not in ("true", "false"):
+        raise OptionError(f"option {name} must be true or false, not {raw!r}")
+    return raw.lower() == "true"
