@@ -94,6 +94,8 @@ PLAN = (
         ("--requests", "10000", "--repeats", "1"),
         ("--requests", "500", "--repeats", "1"),
     ),
+    # A million rows loaded (about 15 s), then read through Spark SQL: about a minute.
+    Bench("sql_read", ("--repeats", "3"), ("--rows", "20000", "--repeats", "1"), timeout_s=480),
     # bench.e2e (one fixed load, both paths) is left out: capacity offers the same load at
     # rising rates. Six points of 20 to 40 s each, in one Spark session.
     Bench(

@@ -228,6 +228,40 @@ def decode(result: Result) -> list[Figure]:
     ]
 
 
+def sql_read(result: Result) -> list[Figure]:
+    """Reads through the Spark SQL data source against the CLI's read and no pushdown."""
+    f = result["figures"]
+    rows = f"{f['rows']:,} rows"
+    return [
+        Figure(
+            "sql_read",
+            f"full read of {rows} through the data source",
+            f["source_full_s"],
+            "s",
+            f["query_full_s"],
+            "query's full read (one HGETALL)",
+            note="Spark and its Python worker in between; no Redis call in proportion to size",
+        ),
+        Figure(
+            "sql_read",
+            f"full read of {rows} in 2 parts",
+            f["source_two_parts_s"],
+            "s",
+            f["source_full_s"],
+            "in 1 part",
+            note="each part scans every row for its half: Redis does twice the work",
+        ),
+        Figure(
+            "sql_read",
+            f"one replica's {f['replica_rows']:,} rows, filter pushed to the index",
+            f["pushed_s"],
+            "s",
+            f["unpushed_s"],
+            "not pushed down (Spark filters a full read)",
+        ),
+    ]
+
+
 def expiration(result: Result) -> list[Figure]:
     """Stored future retractions with an expiration offset against none."""
     cases = result["figures"]["cases"]
@@ -361,6 +395,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "store_delete": store_delete,
     "decode": decode,
     "expiration": expiration,
+    "sql_read": sql_read,
     "cancel_to_quiet": cancel_to_quiet,
     "ttl_index": ttl_index,
     "row_ttl": row_ttl,

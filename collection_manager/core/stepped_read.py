@@ -102,7 +102,8 @@ def read_at(
         ServerChanged: when the scan met another server; start again.
         SteppedReadError: when the log no longer holds the changes the read needs.
     """
-    seen: dict[RowT, tuple[int, int]] = {}
+    counts: dict[RowT, int] = {}  # each row seen: its multiplicity then...
+    times: dict[RowT, int] = {}  # ...and the time it was seen at
     low = high = as_of
     cursor: object | None = None
     server: str | None = None
@@ -111,18 +112,20 @@ def read_at(
         if server is not None and step.server != server:
             raise ServerChanged(f"the scan met another Redis server ({step.server})")
         server = step.server
-        seen.update((row, (step.time, count)) for row, count in step.rows.items())
+        counts.update(step.rows)
+        times.update(dict.fromkeys(step.rows, step.time))
         low, high = min(low, step.time), max(high, step.time)
         if step.cursor is None:
             break
         cursor = step.cursor
     wait_readable(high)
     changes = list(reads.changes(low, high))
-    missed = {c.row for c in changes if c.row not in seen and reads.wanted(c.row)}
+    missed = {c.row for c in changes if c.row not in counts and reads.wanted(c.row)}
     last_look = high
     for chunk in _chunks(list(missed), COUNTS_PER_CALL):
-        time, counts = reads.counts(chunk)
-        seen.update((row, (time, count)) for row, count in zip(chunk, counts, strict=True))
+        time, found = reads.counts(chunk)
+        counts.update(zip(chunk, found, strict=True))
+        times.update(dict.fromkeys(chunk, time))
         last_look = max(last_look, time)
     if last_look > high:
         wait_readable(last_look)
@@ -134,28 +137,35 @@ def read_at(
             f"needs (trimmed through {trimmed}): the collection changed faster than the read "
             "went; read again"
         )
-    return moved_to(as_of, seen, changes)
+    return moved_to(as_of, counts, times, changes)
 
 
 def moved_to(
-    as_of: int, seen: Mapping[RowT, tuple[int, int]], changes: Iterable[Change[RowT]]
+    as_of: int,
+    counts: Mapping[RowT, int],
+    times: Mapping[RowT, int],
+    changes: Iterable[Change[RowT]],
 ) -> dict[RowT, int]:
     """Each seen row's multiplicity at ``as_of`` (rows at zero left out).
 
-    ``seen[row]`` is ``(time, multiplicity then)``; ``changes`` must hold every change of a
-    seen row between its time and ``as_of``. A change after ``as_of`` that the row was seen
-    after is undone; one after the row was seen, up to ``as_of``, is applied.
+    ``counts[row]`` is the multiplicity ``row`` had when it was seen, at ``times[row]``;
+    ``changes`` must hold every change of a seen row between that time and ``as_of``. A
+    change after ``as_of`` that the row was seen after is undone; one after the row was
+    seen, up to ``as_of``, is applied.
     """
-    result = {row: count for row, (_, count) in seen.items()}
+    result = dict(counts)
     for change in changes:
-        if change.row not in seen:
+        seen_at = times.get(change.row)
+        if seen_at is None:
             continue
-        seen_at = seen[change.row][0]
         if as_of < change.time <= seen_at:
             result[change.row] -= change.diff
         elif seen_at < change.time <= as_of:
             result[change.row] += change.diff
-    return {row: count for row, count in result.items() if count != 0}
+    zeros = [row for row, count in result.items() if count == 0]
+    for row in zeros:
+        del result[row]
+    return result
 
 
 def _chunks(items: list[RowT], size: int) -> Iterable[list[RowT]]:

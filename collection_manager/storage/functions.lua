@@ -368,29 +368,33 @@ local function cm_scan(keys, args)
   local retracted, pending_time = pending_delete(keys[3], args[1])
   local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0',
                  server_run(), 0, '0'}
-  local found, done = {}, false
+  -- found: rows, and for a scan of contents their multiplicities (an index set has none)
+  local found, multiplicities, done = {}, {}, false
   while budget > 0 and not done do
-    local batch = {}
+    local size = #found
     if query.x then
       local scanned = redis.call('SSCAN', args[1] .. query.x[position], cursor, 'COUNT', budget)
-      cursor, batch = scanned[1], scanned[2]
+      cursor = scanned[1]
+      for _, row in ipairs(scanned[2]) do found[#found + 1] = row end
     else
       local scanned = redis.call('HSCAN', contents, cursor, 'COUNT', budget)
       cursor = scanned[1]
-      for i = 1, #scanned[2], 2 do batch[#batch + 1] = scanned[2][i] end
+      for i = 1, #scanned[2], 2 do
+        found[#found + 1] = scanned[2][i]
+        multiplicities[#found] = scanned[2][i + 1]
+      end
     end
-    for _, row in ipairs(batch) do found[#found + 1] = row end
-    budget = budget - #batch - 1  -- a scan call costs even when it finds nothing
+    budget = budget - (#found - size) - 1  -- a scan call costs even when it finds nothing
     if cursor == '0' then
       if query.x and position < #query.x then position = position + 1 else done = true end
     end
   end
   reply[3], reply[4] = done and 0 or integer(position), cursor
-  for _, row in ipairs(found) do
+  for i, row in ipairs(found) do
     if (parts == 1 or tonumber(string.sub(redis.sha1hex(row), 1, 8), 16) % parts == slot)
         and (query.f == nil or matches(query.f, cjson.decode(row)))
         and not (retracted and retracted(row)) then
-      local multiplicity = redis.call('HGET', contents, row)
+      local multiplicity = multiplicities[i] or redis.call('HGET', contents, row)
       if multiplicity then
         reply[#reply + 1] = row
         reply[#reply + 1] = multiplicity

@@ -90,7 +90,7 @@ def decode_rows(encoded: Sequence[bytes]) -> list[Row]:
     """
     if not encoded:
         return []
-    with _cycle_collection_paused(len(encoded) >= _MANY_ROWS):
+    with cycle_collection_paused(len(encoded) >= _MANY_ROWS):
         try:
             rows = json.loads(b"[" + b",".join(encoded) + b"]")
         except ValueError:
@@ -105,7 +105,7 @@ _MANY_ROWS = 10_000
 
 
 @contextlib.contextmanager
-def _cycle_collection_paused(pause: bool) -> Iterator[None]:
+def cycle_collection_paused(pause: bool = True) -> Iterator[None]:
     """Pauses the cyclic garbage collector (process-wide) while millions of new lists and
     tuples are made: none of them can form a cycle, yet each batch of allocations would set
     off collections that walk them all again. Objects freed
@@ -122,7 +122,7 @@ def _cycle_collection_paused(pause: bool) -> Iterator[None]:
 
 def decode_counted(encoded: Sequence[bytes], counts: Iterable[bytes]) -> dict[Row, int]:
     """Rows and their multiplicities as Redis holds them (a hash's fields and values)."""
-    with _cycle_collection_paused(len(encoded) >= _MANY_ROWS):
+    with cycle_collection_paused(len(encoded) >= _MANY_ROWS):
         return dict(zip(decode_rows(encoded), map(int, counts), strict=True))
 
 

@@ -34,7 +34,12 @@ from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, Col
 from collection_manager.storage.library import COUNTS, SCAN, call
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
-from collection_manager.storage.rows import decode_rows, encode_row, index_value
+from collection_manager.storage.rows import (
+    cycle_collection_paused,
+    decode_rows,
+    encode_row,
+    index_value,
+)
 
 # Candidate rows one scan step looks at (about: a step ends with the scan call that passes it).
 STEP_ROWS = 2_000
@@ -229,7 +234,10 @@ def read_part(
     for attempt in range(1, ATTEMPTS + 1):
         reads = RedisStepReads(client, spec, part)
         try:
-            return read_at(reads, as_of, reads.wait_readable), reads.rows_read
+            # A read builds a tuple per row: the cyclic collector would walk them all again
+            # and again as they pile up (none can be in a cycle).
+            with cycle_collection_paused():
+                return read_at(reads, as_of, reads.wait_readable), reads.rows_read
         except ServerChanged as exc:
             if attempt == ATTEMPTS:
                 raise SteppedReadError(

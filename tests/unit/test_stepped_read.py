@@ -189,8 +189,8 @@ def test_a_scan_that_meets_another_server_says_so() -> None:
 
 def test_multiplicities_move_forwards_and_backwards_through_the_log() -> None:
     log = [Change(2, "a", 1), Change(3, "b", -1), Change(4, "a", 2), Change(5, "c", 7)]
-    seen = {"a": (4, 3), "b": (1, 2), "c": (5, 7)}
+    counts, times = {"a": 3, "b": 2, "c": 7}, {"a": 4, "b": 1, "c": 5}
     # a: seen at 4 with 3, its change at 4 undone -> 1 (the one at 2 is in both);
     # b: seen at 1 with 2, its change at 3 applied -> 1; c: seen at 5 with 7, its change at
     # 5 undone -> 0, left out.
-    assert moved_to(3, seen, log) == {"a": 1, "b": 1}
+    assert moved_to(3, counts, times, log) == {"a": 1, "b": 1}
