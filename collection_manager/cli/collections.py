@@ -79,6 +79,12 @@ def register(commands: Any) -> None:
     query.add_argument(
         "--expiry", action="store_true", help="show when each row with a TTL expires"
     )
+    query.add_argument(
+        "--limit",
+        type=positive_int,
+        help="at most this many rows, the first the read finds (not the smallest); it "
+        "stops reading there (default: every row)",
+    )
     add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)
 
@@ -148,6 +154,7 @@ def query_table(
     snapshot: Snapshot,
     where: Filter | None,
     expiries: dict[Row, int] | None = None,
+    limit: int | None = None,
 ) -> TableView:
     """The rows and their multiplicity (and expiry), or a line saying there are none."""
     rows = sorted_rows(snapshot)
@@ -162,8 +169,11 @@ def query_table(
         now = wall_clock_ms()
         columns.append(header("expires", spec.column_names))
         shown = [(*row, m, moment(expiries.get(row), now) or "-") for row, m in rows]
+    title = f"{at}: {plural(len(rows), 'row')}{matching}"
+    if limit is not None and len(rows) >= limit:
+        title += f" (--limit {limit}: the first the read found; there may be more)"
     return TableView(
-        title=f"{at}: {plural(len(rows), 'row')}{matching}",
+        title=title,
         columns=columns,
         rows=shown,
         empty=empty,
@@ -194,13 +204,14 @@ def tail_table(
 
 
 def run_query(args: argparse.Namespace) -> int:
-    """Prints the rows (and their multiplicity) at the collection's latest readable time."""
+    """Prints the rows (and their multiplicity) at the time readers see, read in bounded
+    steps (docs/design.md §9)."""
     store = store_from_env()
     spec = collection_spec(store, args.collection)
     where = parse_where(args.where, spec)
-    snapshot = store.snapshot(spec.name, where)
+    snapshot = store.stepped_snapshot(spec.name, where, args.limit)
     expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
-    table = query_table(spec, snapshot, where, expiries)
+    table = query_table(spec, snapshot, where, expiries, args.limit)
     show(args.format, query_json(spec, snapshot, expiries), table)
     return 0
 

@@ -19,6 +19,7 @@ adversary in the tests); this module only decides what to ask and how to combine
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
@@ -90,9 +91,13 @@ class StepReads(Protocol[RowT]):
 
 
 def read_at(
-    reads: StepReads[RowT], as_of: int, wait_readable: Callable[[int], None]
+    reads: StepReads[RowT],
+    as_of: int,
+    wait_readable: Callable[[int], None],
+    limit: int | None = None,
 ) -> dict[RowT, int]:
-    """The wanted rows and their multiplicities at time ``as_of``.
+    """The wanted rows and their multiplicities at time ``as_of`` (at most ``limit`` of
+    them: the first the scan finds, each exact, and the scan stops there).
 
     ``wait_readable(t)`` returns once ``reads.readable() >= t`` (or raises): a step can
     answer at the time of a delete still in progress, whose changes the log holds only when
@@ -102,9 +107,7 @@ def read_at(
         ServerChanged: when the scan met another server; start again.
         SteppedReadError: when the log no longer holds the changes the read needs.
     """
-    counts: dict[RowT, int] = {}  # each row seen: its multiplicity then...
-    times: dict[RowT, int] = {}  # ...and the time it was seen at
-    low = high = as_of
+    seen: _Seen[RowT] = _Seen(as_of)
     cursor: object | None = None
     server: str | None = None
     while True:
@@ -112,32 +115,62 @@ def read_at(
         if server is not None and step.server != server:
             raise ServerChanged(f"the scan met another Redis server ({step.server})")
         server = step.server
-        counts.update(step.rows)
-        times.update(dict.fromkeys(step.rows, step.time))
-        low, high = min(low, step.time), max(high, step.time)
+        seen.add(step.rows, step.time)
         if step.cursor is None:
             break
         cursor = step.cursor
-    wait_readable(high)
-    changes = list(reads.changes(low, high))
-    missed = {c.row for c in changes if c.row not in counts and reads.wanted(c.row)}
-    last_look = high
-    for chunk in _chunks(list(missed), COUNTS_PER_CALL):
-        time, found = reads.counts(chunk)
-        counts.update(zip(chunk, found, strict=True))
-        times.update(dict.fromkeys(chunk, time))
-        last_look = max(last_look, time)
-    if last_look > high:
-        wait_readable(last_look)
-        changes.extend(reads.changes(high, last_look))
-    trimmed = reads.trimmed_through()
-    if trimmed > low:
-        raise SteppedReadError(
-            f"the change log no longer holds the changes after time {low} that the read "
-            f"needs (trimmed through {trimmed}): the collection changed faster than the read "
-            "went; read again"
-        )
-    return moved_to(as_of, counts, times, changes)
+        if limit is not None and len(seen.counts) >= limit:
+            # Enough rows seen, if the changes since leave enough of them: a row missed
+            # is not needed, any `limit` rows of the snapshot will do.
+            some = seen.settle(reads, wait_readable, second_look=False)
+            if len(some) >= limit:
+                return dict(itertools.islice(some.items(), limit))
+    whole = seen.settle(reads, wait_readable, second_look=True)
+    return whole if limit is None else dict(itertools.islice(whole.items(), limit))
+
+
+class _Seen(Generic[RowT]):
+    """The rows a read has seen, each with its multiplicity and the time it was seen at."""
+
+    def __init__(self, as_of: int) -> None:
+        self.as_of = as_of
+        self.counts: dict[RowT, int] = {}
+        self.times: dict[RowT, int] = {}
+        self.low = self.high = as_of  # the span of as_of and every time seen at
+
+    def add(self, rows: Mapping[RowT, int], time: int) -> None:
+        self.counts.update(rows)
+        self.times.update(dict.fromkeys(rows, time))
+        self.low, self.high = min(self.low, time), max(self.high, time)
+
+    def settle(
+        self,
+        reads: StepReads[RowT],
+        wait_readable: Callable[[int], None],
+        second_look: bool,
+    ) -> dict[RowT, int]:
+        """The rows seen, moved to ``as_of``; with ``second_look``, and every wanted row
+        that changed while the scan went (which it may have missed)."""
+        low, high = self.low, self.high
+        if high > low:  # the log is needed up to high: whole only once it is readable
+            wait_readable(high)
+        changes = list(reads.changes(low, high))
+        if second_look:
+            missed = {c.row for c in changes if c.row not in self.counts and reads.wanted(c.row)}
+            for chunk in _chunks(list(missed), COUNTS_PER_CALL):
+                time, found = reads.counts(chunk)
+                self.add(dict(zip(chunk, found, strict=True)), time)
+            if self.high > high:
+                wait_readable(self.high)
+                changes.extend(reads.changes(high, self.high))
+        trimmed = reads.trimmed_through()
+        if trimmed > low:
+            raise SteppedReadError(
+                f"the change log no longer holds the changes after time {low} that the "
+                f"read needs (trimmed through {trimmed}): the collection changed faster "
+                "than the read went; read again"
+            )
+        return moved_to(self.as_of, self.counts, self.times, changes)
 
 
 def moved_to(

@@ -1,6 +1,6 @@
 """Batch reads: a collection's rows and multiplicities at one readable time.
 
-The driver (``partitions``) picks the time, the latest readable one, and splits the read:
+The driver (``partitions``) picks the time, the one readers see now, and splits the read:
 one part per index set of a pushed-down filter, or (option ``partitions``) shares of a scan
 by a hash of the row.
 Each executor reads its part in bounded steps at that time (``storage/step_reads.py``), so
@@ -22,8 +22,7 @@ from collection_manager.sql.options import MAX_PARTS, Connection, bounded_int, f
 from collection_manager.sql.pushdown import translate
 from collection_manager.sql.schema import spark_schema
 from collection_manager.storage.client import REDIS_FAULTS
-from collection_manager.storage.step_reads import ReadPart, read_part, split
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.step_reads import ReadPart, read_part, split, visible_time
 
 ADDED = ("multiplicity", "as_of")
 
@@ -74,7 +73,7 @@ class SnapshotReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         client = self._connection.client()
         try:
-            as_of = RedisStore(client).size(self._spec.name)[1]
+            as_of = visible_time(client, self._spec.name)
         except REDIS_FAULTS as exc:
             raise self._connection.unreachable(exc) from None
         finally:

@@ -13,13 +13,20 @@ from typing import cast
 
 import redis
 
+from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.filters import Filter, validate
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, CollectionKeys
+from collection_manager.storage.keys import (
+    CATALOG,
+    LOG_DIFFS_FIELD,
+    LOG_ROWS_FIELD,
+    CollectionKeys,
+)
 from collection_manager.storage.library import READ, call
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
+from collection_manager.storage.step_reads import ReadPart, read_part, visible_time
 
 # What XRANGE answers on a client that does not decode responses.
 _StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
@@ -89,6 +96,32 @@ class StoreReads:
         )
         rows = decode_counted(reply[1::2], reply[2::2])
         return Snapshot(rows, int(reply[0]))
+
+    def stepped_snapshot(
+        self, collection: str, where: Filter | None = None, limit: int | None = None
+    ) -> Snapshot:
+        """``snapshot`` in bounded calls: none looks at more than about ``STEP_ROWS`` rows,
+        however large the collection (docs/design.md §9, "Reads in bounded steps"). With
+        ``limit``, at most that many rows (the first the scan finds), and it stops there.
+
+        Raises:
+            UnknownCollectionError: when there is no such collection.
+            FilterError: when ``where`` does not fit the collection's columns.
+            SteppedReadError: when no consistent read could be made (see ``read_part``).
+        """
+        spec = self.spec(collection)
+        index_keys = None
+        if where is not None:
+            validate(where, spec)
+            index_keys, _ = filter_query(where, spec)
+        part = ReadPart(where, None if index_keys is None else tuple(index_keys))
+        as_of = visible_time(self._client, collection)
+        rows, _ = read_part(self._client, spec, part, as_of, limit)
+        if not self._client.hexists(CATALOG, collection):
+            raise UnknownCollectionError(
+                f"collection {collection!r} was dropped while it was read", collection=collection
+            )
+        return Snapshot(rows, as_of)
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
         """Changes at times ``>= since`` still in the log, oldest first.

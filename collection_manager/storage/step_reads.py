@@ -223,10 +223,26 @@ class RedisStepReads:
             pause = min(2 * pause, 0.5)
 
 
+def visible_time(client: redis.Redis, collection: str) -> int:
+    """The time readers see now: the latest readable one, or while a delete is in progress,
+    its time (it is whole to readers). ``cm_counts`` of no rows answers just that."""
+    keys = CollectionKeys(collection)
+    reply = call(
+        client, COUNTS, [keys.contents, keys.time, keys.pending], [keys.index_prefix], True
+    )
+    return int(reply[0])
+
+
 def read_part(
-    client: redis.Redis, spec: CollectionSpec, part: ReadPart, as_of: int
+    client: redis.Redis,
+    spec: CollectionSpec,
+    part: ReadPart,
+    as_of: int,
+    limit: int | None = None,
 ) -> tuple[dict[Row, int], int]:
-    """One part's rows at ``as_of`` and how many rows Redis returned to get them.
+    """One part's rows at ``as_of`` (at most ``limit`` of them) and how many rows Redis
+    returned to get them. ``as_of`` is best a ``visible_time``: an older time needs the
+    changes since, and a later one is not there yet.
 
     Raises:
         SteppedReadError: when no consistent read could be made (see ``read_at``).
@@ -237,7 +253,7 @@ def read_part(
             # A read builds a tuple per row: the cyclic collector would walk them all again
             # and again as they pile up (none can be in a cycle).
             with cycle_collection_paused():
-                return read_at(reads, as_of, reads.wait_readable), reads.rows_read
+                return read_at(reads, as_of, reads.wait_readable, limit), reads.rows_read
         except ServerChanged as exc:
             if attempt == ATTEMPTS:
                 raise SteppedReadError(

@@ -129,6 +129,32 @@ def test_query_where_and_no_rows(capsys: pytest.CaptureFixture[str], collection:
     assert run_json(capsys, "query", collection, "--where", "replica_id=r2")["rows"] == []
 
 
+def test_query_limit_stops_at_that_many_rows_each_exact(
+    capsys: pytest.CaptureFixture[str], collection: str, store: RedisStore
+) -> None:
+    # Past Redis's compact encoding, so that the scan takes steps and stops early.
+    updates = [(("r3", w, w % 2 == 0, w), 1 + w % 3) for w in range(5_000)]
+    store.apply_requests(f"t-{collection}", 0, [(3, Append(collection, "r3", 1, updates, 0))])
+    whole = run_json(capsys, "query", collection)
+    assert len(whole["rows"]) == 5_002
+    exact = {json.dumps(e["row"], sort_keys=True): e["count"] for e in whole["rows"]}
+    for limit in (1, 7, 2_500):
+        some = run_json(capsys, "query", collection, "--limit", str(limit))
+        assert len(some["rows"]) == limit and some["as_of"] == whole["as_of"]
+        for entry in some["rows"]:
+            assert exact[json.dumps(entry["row"], sort_keys=True)] == entry["count"]
+    limited = run_json(capsys, "query", collection, "--where", "replica_id=r1", "--limit", "9")
+    assert len(limited["rows"]) == 2
+    status, out, _ = run(capsys, "query", collection, "--limit", "3")
+    assert status == 0
+    assert out.splitlines()[0] == (
+        f"{collection} at time 4: 3 rows (--limit 3: the first the read found; there may be more)"
+    )
+    with pytest.raises(SystemExit) as usage:
+        main(["query", collection, "--limit", "0"])
+    assert usage.value.code == 2 and "must be at least 1, not 0" in capsys.readouterr().err
+
+
 def test_tail_prints_the_changes(capsys: pytest.CaptureFixture[str], collection: str) -> None:
     changes = run_json(capsys, "tail", collection)
     assert sorted(
