@@ -200,19 +200,30 @@ local function cm_apply(keys, args)
   return c.finish()
 end
 
--- Applies, at one new time, what is due: first the rows whose TTL expired at the payload's
--- now (ms; 0 when the consumer may not expire rows yet), each retracted whole with its
--- pending valid_until retractions, then the retractions scheduled at or before the own
--- argument (ms). Each removes its entry in the same step, so calling it again is a no-op;
--- the work is in proportion to what is due.
+-- Applies, at one new time, what is due, up to DUE_STEP_ROWS of it: first the rows whose
+-- TTL expired at the payload's now (ms; 0 when the consumer may not expire rows yet), each
+-- retracted whole with its pending valid_until retractions, then the retractions scheduled
+-- at or before the own argument (ms). Each removes its entry in the same step, so calling
+-- it again is a no-op. Replies 'more' (it stopped at the bound: call again, which applies
+-- the rest at the next time) or 'done', then the counters as cm_apply does.
 local function cm_due(keys, args)
   local c = open_collection(keys, args)
   if c.held() then return {'held'} end
   local k, validity, counts = c.keys, c.validity, c.counts
-  local expired = redis.call('ZRANGEBYSCORE', k.expiries, '-inf', integer(c.payload.now))
+  local expired = redis.call('ZRANGEBYSCORE', k.expiries, '-inf', integer(c.payload.now),
+                             'LIMIT', 0, DUE_STEP_ROWS)
   -- Read before the expiries drop their rows' members: the loop below skips those.
-  local due = redis.call('ZRANGEBYSCORE', k.schedule, '-inf', c.argument)
-  if #expired == 0 and #due == 0 then return c.finish() end
+  local room, due = DUE_STEP_ROWS - #expired, {}
+  if room > 0 then
+    due = redis.call('ZRANGEBYSCORE', k.schedule, '-inf', c.argument, 'LIMIT', 0, room)
+  end
+  local state = (room == 0 or #due == room) and 'more' or 'done'
+  local function reply()
+    local counters = c.finish()
+    table.insert(counters, 1, state)
+    return counters
+  end
+  if #expired == 0 and #due == 0 then return reply() end
   local time = c.next_time()
   for _, row in ipairs(expired) do
     local multiplicity = c.rows.read(row)
@@ -241,7 +252,7 @@ local function cm_due(keys, args)
     end
     redis.call('ZREM', c.keys.schedule, member)
   end
-  return c.finish()
+  return reply()
 end
 
 -- Sets the expiration to the own argument (ms; empty: none) and rebuilds the schedule for

@@ -286,12 +286,19 @@ class RedisStore(StoreReads):
             if as_text(state) == DONE:
                 return totals
 
-    def _run(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
+    def _held_off(
+        self, function: str, spec: CollectionSpec, given: FunctionCall, own: object
+    ) -> Any:
         """Calls a writing function; while a delete is in progress, finishes it first."""
         reply = self._call(function, spec, given, own)
         while isinstance(reply, list) and reply and as_text(reply[0]) == HELD:
             self._finish_delete(spec)
             reply = self._call(function, spec, given, own)
+        return reply
+
+    def _run(self, function: str, spec: CollectionSpec, given: FunctionCall, own: object) -> Any:
+        """Calls a writing function (``_held_off``); its refusal or its counters."""
+        reply = self._held_off(function, spec, given, own)
         if isinstance(reply, list) and reply and as_text(reply[0]) == REFUSED:
             return Refusal(int(reply[1]) - 1, as_text(reply[2]), int(reply[3]))
         if isinstance(reply, list):
@@ -310,8 +317,9 @@ class RedisStore(StoreReads):
     def retract_due(
         self, collection: str, now_ms: int, ttl_clock_ms: int | None = None
     ) -> dict[str, int]:
-        """Retracts, at one new time, the rows whose TTL expiry is ``<= ttl_clock_ms``
-        (default ``now_ms``; 0 expires none) and those whose ``valid_until`` is ``<= now_ms``.
+        """Retracts the rows whose TTL expiry is ``<= ttl_clock_ms`` (default ``now_ms``;
+        0 expires none) and those whose ``valid_until`` is ``<= now_ms``: at one new time
+        per ``DUE_STEP_ROWS`` of them, so no call holds Redis for long.
 
         The consumer passes its own TTL clock: when the latest batch that read everything
         in Kafka began (docs/design.md §8), so that a refresh still waiting there counts.
@@ -319,7 +327,13 @@ class RedisStore(StoreReads):
         """
         spec = self.spec(collection)
         ttl_clock = now_ms if ttl_clock_ms is None else ttl_clock_ms
-        return dict(self._run(DUE, spec, function_call([], spec, now_ms=ttl_clock), now_ms))
+        given = function_call([], spec, now_ms=ttl_clock)
+        totals: dict[str, int] = {}
+        while True:  # in calls of at most DUE_STEP_ROWS rows, each at its own time
+            state, *counters = self._held_off(DUE, spec, given, now_ms)
+            totals = _add(totals, _counters(counters))
+            if as_text(state) == DONE:
+                return totals
 
     def set_expiration(self, collection: str, expiration_ms: int | None) -> int:
         """Sets the expiration and rebuilds the schedule for it; returns the schedule's size.

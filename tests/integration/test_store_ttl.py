@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections import Counter
+from typing import Any
 
+import pytest
 import redis as redis_lib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collection_manager.core.requests import Append, Request
 from collection_manager.storage.keys import CollectionKeys
+from collection_manager.storage.library import DUE, DUE_STEP_ROWS
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees, _renamed
@@ -121,5 +125,44 @@ def test_a_re_append_refreshes_and_reads_show_the_expiry(redis: redis_lib.Redis)
         assert store.snapshot(spec.name).rows == {}
         assert store.ttl_summary(spec.name) == (0, None)
         assert store.stats(spec.name)["expirations"] == 2
+    finally:
+        store.drop_collection(spec.name)
+
+
+def test_many_rows_due_at_once_go_in_bounded_calls_each_exactly_once(
+    redis: redis_lib.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = dataclasses.replace(MODEL_SPECS[0], name=f"ttl-{uuid.uuid4().hex[:8]}")
+    store = RedisStore(redis)
+    store.create_collection(spec)
+    rows = [(("r1", "e", w, None), 1 + w % 2) for w in range(2 * DUE_STEP_ROWS + 500)]
+    scheduled = [(("r2", "s", w, None), 1) for w in range(300)]
+    calls: list[Any] = []
+    real_call = store._call
+    monkeypatch.setattr(store, "_call", lambda *a: calls.append(a[0]) or real_call(*a))
+    try:
+        store.apply_requests(
+            "t",
+            0,
+            [
+                (0, Append(spec.name, "r1", 1, tuple(rows), 0, ttl_ms=100)),
+                (1, Append(spec.name, "r2", 1, tuple(scheduled), 0, valid_until=EPOCH + 50)),
+            ],
+            now_ms=EPOCH,
+        )
+        before = store.size(spec.name)[1]
+        calls.clear()
+        counters = store.retract_due(spec.name, EPOCH + 100)
+        # Three calls of at most DUE_STEP_ROWS, each at its own time; then nothing is due.
+        assert calls == [DUE] * 3
+        assert store.size(spec.name) == (0, before + 3)
+        assert counters["expirations"] == len(rows)
+        assert counters["scheduled_retractions"] == len(scheduled)
+        retracted: Counter[Any] = Counter()
+        for entry in store.tail(spec.name, since=before + 1):
+            retracted[entry.row] += entry.diff
+        assert retracted == {row: -n for row, n in rows + scheduled}
+        store.retract_due(spec.name, EPOCH + 200)
+        assert store.size(spec.name) == (0, before + 3)  # nothing due: no new time
     finally:
         store.drop_collection(spec.name)
