@@ -22,7 +22,7 @@ def _busy_phases(phases: dict[str, Any]) -> dict[str, tuple[str, str, bool]]:
     full_size = deleted >= targets.READER_DELETE_ROWS
     small = f"target is for {targets.READER_DELETE_ROWS:,} rows; not run at that size"
     rate = phases["applying"]["applied_updates_per_s"]
-    return {
+    busy = {
         "applying": (
             "while the store applies at full speed",
             f"{rate:,.0f} updates/s applied meanwhile",
@@ -34,6 +34,18 @@ def _busy_phases(phases: dict[str, Any]) -> dict[str, tuple[str, str, bool]]:
             full_size,
         ),
     }
+    # Phases added later (issue 32): absent from older results.
+    if "reading" in phases:
+        read = phases["reading"]["rows_read"]
+        busy["reading"] = (f"while a stepped full read of {read:,} rows runs", "", True)
+    if "expiring" in phases:
+        expired = phases["expiring"]["rows_expired"]
+        busy["expiring"] = (f"while {expired:,} rows whose TTL ended are retracted", "", True)
+    if "dropping" in phases:
+        dropped = phases["dropping"]["rows_dropped"]
+        note = "cm_drop: one call, in proportion to the collection (not stepped yet)"
+        busy["dropping"] = (f"while a collection of {dropped:,} rows is dropped", note, True)
+    return busy
 
 
 def _phase_figures(

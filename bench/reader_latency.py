@@ -8,9 +8,13 @@ a collection's contents hash. They are timed in three phases of one run:
 2. **applying**: another process applies appends at full speed through
    ``RedisStore.apply_requests`` (the Redis work of the Spark consumer, without Kafka and
    Spark: the figures are the store's, short and deterministic; see ``bench.reader_load``);
-3. **deleting**: another process retracts ``--rows`` rows (1,000,000) with one indexed
-   delete by ``replica_id``; it loads the rows before, unmeasured, and only the delete is
-   probed.
+3. **reading**: another process reads the whole collection as ``query`` does, in bounded
+   steps, once it holds ``--rows`` rows (1,000,000; loaded before, unmeasured);
+4. **deleting**: another process retracts those rows with one indexed delete by
+   ``replica_id``; only the delete is probed;
+5. **expiring**: another process retracts ``--expiring-rows`` rows (100,000) whose TTL
+   ended at once, as the retraction timer does (``RedisStore.retract_due``);
+6. **dropping**: another process drops a collection of ``--rows`` rows.
 
 Latency counts from when a probe was due (see ``bench.reader_probe``). Targets (issue 14):
 p99 <= 50 ms and max <= 250 ms, reported, never asserted.
@@ -42,7 +46,9 @@ COLLECTION = "bench-reader"
 LOAD_COLLECTION = "bench-reader-load"
 PROBE_ROW = ("reader", 0, 0)  # the row the point query reads; no delete touches it
 VICTIM = "victim"  # the replica whose rows the delete retracts
-PHASES = ("idle", "applying", "deleting")
+PHASES = ("idle", "applying", "reading", "deleting", "expiring", "dropping")
+EXPIRING_COLLECTION = "bench-reader-expiring"
+DROPPED_COLLECTION = "bench-reader-dropped"
 
 
 def commands() -> dict[str, Command]:
@@ -131,34 +137,69 @@ def _applying(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return phase
 
 
-def _deleting(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Probes while another process retracts ``--rows`` rows of one replica in one delete."""
-    load = (url, COLLECTION, VICTIM, args.rows)
+def _probed(
+    url: str, args: argparse.Namespace, target: Callable[..., None], load: tuple[Any, ...]
+) -> dict[str, Any]:
+    """Probes while ``target``'s process does its work, once it loaded what it needs."""
     phase: dict[str, Any] = {}
-    # Loading the rows before is long, and not measured.
-    with _worker(reader_load.delete_when_told, load, ready_s=1_800) as deleter:
+    with _worker(target, load, ready_s=1_800) as worker:
         client = redis.Redis.from_url(url)
         before = reader_load.function_stats(client)
         with probing(url, args.interval_ms / 1e3, phase):
-            deleter.signal.set()  # go
-            phase |= deleter.results.recv()  # when the delete is done
+            worker.signal.set()  # go
+            phase |= worker.results.recv()  # when it is done
         phase |= reader_load.function_delta(before, reader_load.function_stats(client))
+    return phase
+
+
+def _reading(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    load = (url, COLLECTION, VICTIM, args.rows)
+    phase = _probed(url, args, reader_load.read_when_told, load)
+    if phase["rows_read"] != args.rows + 1:  # and the probe row
+        raise AssertionError(f"the read returned {phase['rows_read']} rows, not {args.rows + 1}")
+    return phase
+
+
+def _deleting(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Probes while another process retracts ``--rows`` rows of one replica in one delete."""
+    load = (url, COLLECTION, VICTIM, args.rows)
+    phase = _probed(url, args, reader_load.delete_when_told, load)
     if phase["rows_deleted"] != args.rows:
         raise AssertionError(f"the delete retracted {phase['rows_deleted']}, not {args.rows}")
     return phase
 
 
+def _expiring(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    load = (url, EXPIRING_COLLECTION, args.expiring_rows)
+    phase = _probed(url, args, reader_load.expire_when_told, load)
+    if phase["rows_expired"] != args.expiring_rows:
+        raise AssertionError(f"{phase['rows_expired']} rows expired, not {args.expiring_rows}")
+    return phase
+
+
+def _dropping(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    return _probed(url, args, reader_load.drop_when_told, (url, DROPPED_COLLECTION, args.rows))
+
+
 PHASE_RUNS: dict[str, Callable[[str, argparse.Namespace], dict[str, Any]]] = {
     "idle": _idle,
     "applying": _applying,
+    "reading": _reading,
     "deleting": _deleting,
+    "expiring": _expiring,
+    "dropping": _dropping,
 }
 
 
 def parser() -> argparse.ArgumentParser:
     """The benchmark's scale options."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=1_000_000, help="rows the delete retracts")
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="rows read, deleted and dropped"
+    )
+    parser.add_argument(
+        "--expiring-rows", type=int, default=100_000, help="rows whose TTL ends at once"
+    )
     parser.add_argument("--phase-s", type=float, default=10.0, help="idle and applying phases")
     parser.add_argument("--interval-ms", type=float, default=5.0, help="pace of each prober")
     parser.add_argument("--group", type=int, default=50, help="requests per apply call")

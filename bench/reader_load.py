@@ -124,7 +124,8 @@ def delete_when_told(
     delete's Python work never pause the probers' threads.
     """
     target = store(url)
-    fill_s = fill(target, collection, replica, rows)
+    # The reading phase before may have loaded them already.
+    fill_s = fill(target, collection, replica, rows) if not _holds(target, collection, rows) else 0
     offset = target.applied_offset(collection, "bench", 0) + 1
     delete = Delete(collection, eq("replica_id", replica))
     ready.set()
@@ -133,3 +134,67 @@ def delete_when_told(
     counters = target.apply_requests("bench", 0, [(offset, delete)])[collection]
     delete_ms = (time.perf_counter() - start) * 1e3
     out.send({"fill_s": fill_s, "delete_ms": delete_ms, "rows_deleted": counters["retractions"]})
+
+
+def _holds(target: RedisStore, collection: str, rows: int) -> bool:
+    return target.size(collection)[0] > rows
+
+
+# Far in the future (as the TTL tests do), so that no retraction timer on the wall clock
+# finds the expiring phase's rows due before the benchmark does.
+TTL_EPOCH_MS = 4_000_000_000_000_000
+
+
+def read_when_told(
+    url: str, collection: str, replica: str, rows: int, ready: Event, go: Event, out: Connection
+) -> None:
+    """Loads ``rows`` rows of ``replica`` (unmeasured), sets ``ready``, and once ``go`` is
+    set reads the whole collection as ``query`` does (in bounded steps); sends the time."""
+    target = store(url)
+    fill_s = fill(target, collection, replica, rows)
+    ready.set()
+    go.wait()
+    start = time.perf_counter()
+    snapshot = target.stepped_snapshot(collection)
+    read_ms = (time.perf_counter() - start) * 1e3
+    out.send({"fill_s": fill_s, "read_ms": read_ms, "rows_read": len(snapshot.rows)})
+
+
+def expire_when_told(
+    url: str, collection: str, rows: int, ready: Event, go: Event, out: Connection
+) -> None:
+    """Loads ``rows`` rows with a TTL in a collection of their own, sets ``ready``, and once
+    ``go`` is set retracts them all as the retraction timer does when their TTL ended."""
+    target = store(url)
+    fresh_collection(target, collection)
+    start = time.perf_counter()
+    for offset, first in enumerate(range(0, rows, FILL_APPEND_ROWS)):
+        updates = tuple(
+            (("ttl", op, op), 1) for op in range(first, min(rows, first + FILL_APPEND_ROWS))
+        )
+        append = Append(collection, "ttl", 1, updates, produced_at=0, ttl_ms=1)
+        target.apply_requests("bench", 0, [(offset, append)], now_ms=TTL_EPOCH_MS)
+    fill_s = time.perf_counter() - start
+    ready.set()
+    go.wait()
+    start = time.perf_counter()
+    counters = target.retract_due(collection, TTL_EPOCH_MS + 1)
+    expire_ms = (time.perf_counter() - start) * 1e3
+    target.drop_collection(collection)
+    out.send({"fill_s": fill_s, "expire_ms": expire_ms, "rows_expired": counters["expirations"]})
+
+
+def drop_when_told(
+    url: str, collection: str, rows: int, ready: Event, go: Event, out: Connection
+) -> None:
+    """Loads ``rows`` rows in a collection of their own, sets ``ready``, and once ``go`` is
+    set drops the collection; sends the time it took."""
+    target = store(url)
+    fresh_collection(target, collection)
+    fill_s = fill(target, collection, "doomed", rows)
+    ready.set()
+    go.wait()
+    start = time.perf_counter()
+    target.drop_collection(collection)
+    drop_ms = (time.perf_counter() - start) * 1e3
+    out.send({"fill_s": fill_s, "drop_ms": drop_ms, "rows_dropped": rows})

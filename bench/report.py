@@ -184,6 +184,13 @@ def _meanwhile(phase: str, figures: Mapping[str, Any]) -> str:
     inside = f"{calls:,} function call{plural}, {number(ms / calls if calls else None)} ms each"
     if phase == "applying":
         return f"{number(figures['applied_updates_per_s'])} updates/s applied; {inside}"
+    if phase == "reading":
+        return f"full read of {figures['rows_read']:,} rows, {number(figures['read_ms'])} ms"
+    if phase == "expiring":
+        what = f"{figures['rows_expired']:,} rows expired, {number(figures['expire_ms'])} ms"
+        return f"{what}; {inside}"
+    if phase == "dropping":
+        return f"drop of {figures['rows_dropped']:,} rows, {number(figures['drop_ms'])} ms"
     return (
         f"delete of {figures['rows_deleted']:,} rows, {number(figures['delete_ms'])} ms; {inside}"
     )
@@ -216,7 +223,7 @@ def reader_details(result: Mapping[str, Any]) -> list[str]:
             _meanwhile(phase, phases[phase]),
             _load(phases[phase].get("load_average")) or "",
         ]
-        for phase in ("idle", "applying", "deleting")
+        for phase in phases
         for command in figures["commands"]
     ]
     columns = ["phase", "command", "probes", "p50 ms", "p99 ms", "max ms"]

@@ -13,13 +13,14 @@ Two measurements on a real Redis, each with its baseline measured in the same ru
    §8); the baseline grows to ``rounds + 1`` (while ``--ttl-ms`` exceeds the run's clock).
    Also the index's memory (``MEMORY USAGE ... SAMPLES 0``) and each refresh's time.
 2. **Expiry throughput.** At each of ``--sizes``, a collection of that many rows appended
-   with a TTL, the clock moved to their expiry, and ``RedisStore.retract_due`` timed: one
-   ``cm_due`` call retracts them all. The BASELINE retracts the same rows (appended again,
+   with a TTL, the clock moved to their expiry, and ``RedisStore.retract_due`` timed: it
+   retracts them in ``cm_due`` calls of at most ``DUE_STEP_ROWS`` rows, each at its own
+   time. The BASELINE retracts the same rows (appended again,
    with the same TTL) by an explicit ``Delete`` on ``replica_id`` (indexed) through
    ``apply_requests``, which runs in steps of ``DELETE_STEP_ROWS``. Both report rows
    retracted per second, the FCALLs and the time Redis spent in them (its commandstats:
    Redis-wide, so a consumer using the same Redis meanwhile adds its calls) and the
-   time per call: for ``cm_due`` the one call, during which Redis serves nobody else.
+   time per call, during which Redis serves nobody else.
    Median of ``--repeats``.
 
 The clock (``now_ms``) starts far in the future (as ``tests/integration/test_store_ttl.py``
