@@ -29,8 +29,14 @@ def register(commands: Any) -> None:
         "--out", type=Path, help="directory of benchmarks.md and benchmarks/*.png (default docs/)"
     )
     every.add_argument("--only", help="comma-separated benchmarks to run (default: all)")
-    every.add_argument("--results", type=Path, help="where the results JSON goes")
-    every.add_argument("--from-results", type=Path, help="render a saved results file only")
+    every.add_argument(
+        "--results", type=Path, help="where the results JSON goes (default: bench/results/all.json)"
+    )
+    every.add_argument(
+        "--from-results",
+        type=Path,
+        help="render a saved results file only (default: run the benchmarks)",
+    )
     every.set_defaults(run=run_all)
 
 

@@ -16,6 +16,8 @@ from types import FrameType
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.confirm import add_confirmation, confirmed
+from collection_manager.cli.faults import FAILED
 from collection_manager.cli.output import (
     CREATE_HINT,
     TableView,
@@ -25,6 +27,7 @@ from collection_manager.cli.output import (
     moment,
     plural,
     show,
+    tsv_line,
 )
 from collection_manager.cli.status import (
     CollectionInfo,
@@ -35,8 +38,9 @@ from collection_manager.cli.status import (
 from collection_manager.cli.where import HELP as WHERE_HELP
 from collection_manager.cli.where import parse_where
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.core.errors import CollectionManagerError, SchemaError
+from collection_manager.core.errors import SchemaError
 from collection_manager.core.filters import Filter, describe
+from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row, Value
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
@@ -212,7 +216,7 @@ def run_query(args: argparse.Namespace) -> int:
     snapshot = store.stepped_snapshot(spec.name, where, args.limit)
     expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
     table = query_table(spec, snapshot, where, expiries, args.limit)
-    show(args.format, query_json(spec, snapshot, expiries), table)
+    show(args.format, query_json(spec, snapshot, expiries), table, headers=not args.no_headers)
     return 0
 
 
@@ -221,12 +225,12 @@ def run_tail(args: argparse.Namespace) -> int:
     store = store_from_env()
     spec = collection_spec(store, args.collection)
     if args.follow:
-        return follow(store, spec, args.since, args.format)
+        return follow(store, spec, args.since, args.format, headers=not args.no_headers)
     since = args.since or 0
     entries = store.tail(spec.name, since, args.limit)
     _, latest = store.size(spec.name)
     table = tail_table(spec, entries, since, args.limit, latest)
-    show(args.format, tail_json(spec, entries), table)
+    show(args.format, tail_json(spec, entries), table, headers=not args.no_headers)
     return 0
 
 
@@ -237,7 +241,9 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str) -> int:
+def follow(
+    store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str, headers: bool = True
+) -> int:
     """Prints each change at a time >= ``since`` (default: after the latest) as a line, as
     it becomes readable, until Ctrl-C; exits 0 then.
 
@@ -249,8 +255,9 @@ def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str)
     if since is None:
         since = store.size(spec.name)[1] + 1
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` ends it as Ctrl-C does
-    if fmt != "json":
-        print("\t".join([header("time", spec.column_names), *spec.column_names, "diff"]))
+    names = spec.column_names
+    if fmt != "json" and headers:  # a table cannot grow line by line: tab-separated lines
+        print(tsv_line([header("time", names), *names, header("diff", names)]), flush=True)
     try:
         while True:
             for entry in store.tail(spec.name, since):
@@ -258,8 +265,7 @@ def follow(store: RedisStore, spec: CollectionSpec, since: int | None, fmt: str)
                     # One line per change (JSON lines), for `jq` and line-reading scripts.
                     print(json.dumps(tail_json(spec, [entry])[0], default=str), flush=True)
                 else:
-                    cells = [entry.time, *entry.row, entry.diff]
-                    print("\t".join("null" if c is None else str(c) for c in cells), flush=True)
+                    print(tsv_line([entry.time, *entry.row, entry.diff], "null"), flush=True)
                 since = entry.time + 1
             time.sleep(FOLLOW_POLL_S)
     except KeyboardInterrupt:
@@ -344,33 +350,44 @@ def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
 
 
 def _register_admin(commands: Any, spec: CollectionSpec) -> None:
-    admin = commands.add_parser("collections", help="list, create, describe or drop collections")
-    admin.add_argument(
-        "action", choices=["list", "create", "create-introspection", "describe", "drop"]
+    admin = commands.add_parser("collections", help="list, describe, create or drop collections")
+    actions = admin.add_subparsers(dest="action", required=True)
+    example = CollectionInfo(spec, 2, 42, dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3})
+    listing = actions.add_parser("list", help="every collection: rows, time, columns")
+    add_format_option(listing, {"collections list": list_json([example])})
+    listing.set_defaults(run=run_list)
+    describe = actions.add_parser(
+        "describe", help="one collection: columns, indexes, row TTLs, counters"
     )
-    admin.add_argument("name", nargs="?", help="the collection (create, describe, drop)")
-    admin.add_argument("--schema", type=Path, help="create: the Avro record schema (.avsc)")
-    admin.add_argument(
+    describe.add_argument("name", help=COLLECTION_HELP)
+    add_format_option(describe, {"collections describe compute_frontiers": describe_json(example)})
+    describe.set_defaults(run=run_describe)
+    create = actions.add_parser("create", help="a collection of your own, from an Avro schema")
+    create.add_argument("name", help="its name (letters, digits, '_', '-', '.'; at most 100)")
+    create.add_argument(
+        "--schema", type=Path, required=True, help="the Avro record schema of its rows (.avsc)"
+    )
+    create.add_argument(
         "--index",
         action="append",
         default=[],
         metavar="COLUMN",
-        help="create: a string or long column to index (repeatable)",
+        help="a string or long column to index (repeatable; default: none)",
     )
-    example = CollectionInfo(spec, 2, 42, dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3})
-    add_format_option(
-        admin,
-        {
-            "collections list": list_json([example]),
-            "collections describe compute_frontiers": describe_json(example),
-        },
+    create.set_defaults(run=run_create)
+    builtin = actions.add_parser(
+        "create-introspection", help="the built-in introspection collections (idempotent)"
     )
-    admin.set_defaults(run=run_admin)
+    builtin.set_defaults(run=run_create_introspection)
+    drop = actions.add_parser(
+        "drop", help="delete a collection: its rows, change log, indexes and definition"
+    )
+    drop.add_argument("name", help=COLLECTION_HELP)
+    add_confirmation(drop)
+    drop.set_defaults(run=run_drop)
 
 
-def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> CollectionSpec:
-    if schema is None:
-        raise CollectionManagerError("collections create needs --schema FILE.avsc")
+def _spec_from_file(name: str, schema: Path, indexed: list[str]) -> CollectionSpec:
     try:
         row_schema = json.loads(schema.read_text())
     except (OSError, ValueError) as exc:
@@ -378,31 +395,53 @@ def _spec_from_file(name: str, schema: Path | None, indexed: list[str]) -> Colle
     return CollectionSpec(name, row_schema, tuple(indexed))
 
 
-def _named(store: RedisStore, args: argparse.Namespace) -> CollectionSpec:
-    if args.name is None:
-        raise CollectionManagerError(f"collections {args.action} needs a collection name")
-    return collection_spec(store, args.name)
+def run_list(args: argparse.Namespace) -> int:
+    """Lists every collection."""
+    infos = collection_infos(store_from_env())
+    show(args.format, list_json(infos), list_table(infos), headers=not args.no_headers)
+    return 0
 
 
-def run_admin(args: argparse.Namespace) -> int:
-    """Lists, creates (the built-in introspection ones), describes or drops collections."""
+def run_describe(args: argparse.Namespace) -> int:
+    """Describes one collection."""
     store = store_from_env()
-    if args.action == "create-introspection":
-        for spec in introspection_specs():
-            store.create_collection(spec)
-        print("created: " + ", ".join(spec.name for spec in introspection_specs()))
-    elif args.action == "list":
-        infos = collection_infos(store)
-        show(args.format, list_json(infos), list_table(infos))
-    elif args.action == "create":
-        if args.name is None:
-            raise CollectionManagerError("collections create needs a collection name")
-        store.create_collection(_spec_from_file(args.name, args.schema, args.index))
-        print(f"created {args.name}")
-    elif args.action == "describe":
-        info = collection_info(store, _named(store, args).name)
-        show(args.format, describe_json(info), *describe_tables(info))
-    else:
-        store.drop_collection(_named(store, args).name)
-        print(f"dropped {args.name}")
+    info = collection_info(store, collection_spec(store, args.name).name)
+    show(args.format, describe_json(info), *describe_tables(info), headers=not args.no_headers)
+    return 0
+
+
+def run_create(args: argparse.Namespace) -> int:
+    """Creates a collection from a row schema file."""
+    spec = _spec_from_file(args.name, args.schema, args.index)  # checked before connecting
+    store_from_env().create_collection(spec)
+    print(f"created {args.name}")
+    return 0
+
+
+def run_create_introspection(_args: argparse.Namespace) -> int:
+    """Creates the built-in introspection collections."""
+    store = store_from_env()
+    for spec in introspection_specs():
+        store.create_collection(spec)
+    print("created: " + ", ".join(spec.name for spec in introspection_specs()))
+    return 0
+
+
+def run_drop(args: argparse.Namespace) -> int:
+    """Drops one collection, once confirmed."""
+    check_collection_name(args.name)
+    store = store_from_env()
+    name = collection_spec(store, args.name).name
+    rows, time = store.size(name)
+    what = (
+        f"drop {name}: {plural(rows, 'row')} at time {time}, its change log and indexes; "
+        "requests that name it after this are dead letters"
+    )
+    if args.dry_run:
+        print(f"would {what} (--dry-run: nothing done)")
+        return 0
+    if not confirmed(args.yes, what):
+        return FAILED
+    store.drop_collection(name)
+    print(f"dropped {name}")
     return 0

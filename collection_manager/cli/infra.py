@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from collection_manager import devservices
-from collection_manager.cli.output import print_json, print_table
+from collection_manager.cli.output import FORMAT_HELP, TableView, add_output_options, show
 from collection_manager.config import InfraConfig, from_env, redact_url
 from collection_manager.devservices import UNIDENTIFIED
 from collection_manager.devservices.processes import GONE, REPLACED, STILL_RUNNING, STOPPED
@@ -24,9 +24,18 @@ def register(commands: Any) -> None:
     )
     setup.set_defaults(run=run_setup)
     parser = commands.add_parser("infra", help="local Kafka and Redis: up, down, status")
-    parser.add_argument("action", choices=["up", "down", "status"])
-    parser.add_argument("--format", choices=["table", "json"], default="table")
-    parser.set_defaults(run=run)
+    actions = parser.add_subparsers(dest="action", required=True)
+    up = actions.add_parser(
+        "up",
+        help="start a local Kafka and Redis where CM_KAFKA_BOOTSTRAP / CM_REDIS_URL name "
+        "none (idempotent: running ones are reused)",
+    )
+    up.set_defaults(run=run)
+    down = actions.add_parser("down", help="stop the services `infra up` started")
+    down.set_defaults(run=run)
+    status = actions.add_parser("status", help="each service: where it is, whether it answers")
+    add_output_options(status, FORMAT_HELP.replace(", shaped as in the examples below", ""))
+    status.set_defaults(run=run)
 
 
 def run_setup(_args: argparse.Namespace) -> int:
@@ -54,14 +63,17 @@ def run(args: argparse.Namespace) -> int:
     statuses = [
         dataclasses.replace(r, address=redact_url(r.address)) for r in devservices.status(config)
     ]
-    if args.format == "json":
-        print_json([dataclasses.asdict(row) for row in statuses])
-    else:
-        rows = [
-            (r.name, r.source, r.address, r.pid, "yes" if r.answers else "no", r.log)
-            for r in statuses
-        ]
-        print_table("services", ["service", "source", "address", "pid", "answers", "log"], rows)
+    rows = [
+        (r.name, r.source, r.address, r.pid, "yes" if r.answers else "no", r.log) for r in statuses
+    ]
+    columns = ["service", "source", "address", "pid", "answers", "log"]
+    table = TableView("services", columns, rows, empty="no services")
+    show(
+        args.format,
+        [dataclasses.asdict(row) for row in statuses],
+        table,
+        headers=not args.no_headers,
+    )
     return 0
 
 

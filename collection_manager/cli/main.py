@@ -19,6 +19,7 @@ from collection_manager.cli.faults import (
     causes,
     describe,
 )
+from collection_manager.cli.output import add_output_options, output_format
 from collection_manager.config.errors import UsageError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="collection-manager", description=DESCRIPTION)
     parser.set_defaults(verbose=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    add_output_options(parser, "the reading commands' output (see each one's --help)")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands = _Commands(subparsers)
     for module in SUBCOMMANDS:
@@ -91,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and not getattr(args, "takes_source_options", False):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.source_args = rest
+    # Given before or after the command, or not at all (then: by where stdout goes).
+    args.format = output_format(getattr(args, "format", None))
+    args.no_headers = getattr(args, "no_headers", False)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

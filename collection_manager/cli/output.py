@@ -4,11 +4,19 @@ Every module has ``register(commands)``, which adds its subparsers and sets ``ru
 them; ``run(args) -> int`` is the exit status. Printing (tables with rich, or JSON) happens
 only here, at the edge.
 
-The reading commands share one output convention: ``--format table`` (the default) prints
-tables for people, and a plain line such as ``no rows`` instead of an empty table;
-``--format json`` prints one JSON document for scripts, whose shape each command's
-``--help`` shows by example (:func:`add_format_option`). A command builds its JSON value
-and its :class:`TableView` objects with pure functions and hands both to :func:`show`.
+The reading commands share one output convention (:func:`add_format_option`):
+
+- ``table`` (the default on a terminal): tables for people, each under a title line, and
+  a plain line such as ``no rows`` instead of an empty table;
+- ``tsv`` (the default when stdout is no terminal: a pipe, a file): per table a header
+  line and one line per row, cells separated by tabs, no title and no box drawing, as
+  ``cut``, ``awk`` and ``sort`` read them;
+- ``json``: one JSON document for scripts, whose shape each command's ``--help`` shows by
+  example. Times in it are ms since the Unix epoch, in fields named ``*_ms``.
+
+``--no-headers`` leaves out the titles and header lines. ``--format`` and ``--no-headers``
+go before or after the command. A command builds its JSON value and its
+:class:`TableView` objects with pure functions and hands both to :func:`show`.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import dataclasses
 import datetime
 import difflib
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +36,13 @@ if TYPE_CHECKING:
     from collection_manager.core.specs import CollectionSpec
     from collection_manager.storage.store import RedisStore
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "tsv", "json")
+FORMAT_HELP = (
+    "table for people (the default on a terminal); tsv: a header line, then a line per "
+    "row, cells separated by tabs (the default when piped); json for scripts, shaped as "
+    "in the examples below"
+)
+NO_HEADERS_HELP = "table and tsv: leave out titles and header lines"
 # Beyond this many, an error lists the first ones and points at `collections list`.
 MAX_LISTED = 20
 CREATE_HINT = (
@@ -67,17 +82,43 @@ def add_format_option(parser: argparse.ArgumentParser, examples: Mapping[str, An
         parser: the subcommand's parser.
         examples: command line (``collections list``) -> what its ``--format json`` prints.
     """
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (default) for people; json for scripts, shaped as in the examples below",
-    )
+    add_output_options(parser, FORMAT_HELP)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "\n\n".join(
         f"`collection-manager {command} --format json` prints, for example:\n{json_text(value)}"
         for command, value in examples.items()
     )
+
+
+def add_output_options(parser: argparse.ArgumentParser, format_help: str) -> None:
+    """``--format`` and ``--no-headers``, set only where given: the top level takes them
+    too, and ``output_format`` decides what an absent one means."""
+    parser.add_argument("--format", choices=FORMATS, default=argparse.SUPPRESS, help=format_help)
+    parser.add_argument(
+        "--no-headers", action="store_true", default=argparse.SUPPRESS, help=NO_HEADERS_HELP
+    )
+
+
+def output_format(given: str | None) -> str:
+    """The format asked for, or without one: table on a terminal, tsv otherwise."""
+    if given is not None:
+        return given
+    return "table" if sys.stdout.isatty() else "tsv"
+
+
+def tsv_cell(value: object, null: str = "") -> str:
+    """A cell of a tab-separated line: ``cell_text``, with tabs, newlines and backslashes
+    escaped (``\\t``, ``\\n``, ``\\\\``) so that one row stays one line of cells."""
+    text = cell_text(value, null)
+    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
+        text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+        text = text.replace("\r", "\\r")
+    return text
+
+
+def tsv_line(cells: Sequence[object], null: str = "") -> str:
+    """One line of tab-separated cells."""
+    return "\t".join(tsv_cell(cell, null) for cell in cells)
 
 
 def cell_text(value: object, null: str = "") -> str:
@@ -90,7 +131,11 @@ def cell_text(value: object, null: str = "") -> str:
 
 
 def print_table(
-    title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], null: str = ""
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    null: str = "",
+    headers: bool = True,
 ) -> None:
     """Prints a table; None cells show as ``null``. Cells are text, never rich markup."""
     from rich.console import Console
@@ -101,14 +146,28 @@ def print_table(
     if not console.is_terminal:
         # Piped or captured: no terminal width to fit, so never wrap or cut cells.
         console = Console(width=10_000)
-    table = Table()
+    table = Table(show_header=headers)
     for column in columns:
         table.add_column(Text(column))
     for row in rows:
         table.add_row(*(Text(cell_text(cell, null)) for cell in row))
     # The title on its own line: a title above the table would wrap to the table's width.
-    console.print(Text(title))
+    if headers:
+        console.print(Text(title))
     console.print(table)
+
+
+def print_tsv(view: TableView, headers: bool = True) -> None:
+    """Prints a table as tab-separated lines: its header line (unless not ``headers``),
+    then its rows. An empty table is its header line alone."""
+    if not view.columns:  # a line of its own, not a table (status: "no controller seen")
+        if headers:
+            print(view.empty)
+        return
+    if headers:
+        print(tsv_line(view.columns))
+    for row in view.rows:
+        print(tsv_line(row, view.null))
 
 
 def print_json(value: Any) -> None:
@@ -116,15 +175,20 @@ def print_json(value: Any) -> None:
     print(json_text(value))
 
 
-def show(fmt: str, data: Any, *tables: TableView) -> None:
-    """Prints ``data`` as JSON for ``--format json``, else each table (or its empty line)."""
+def show(fmt: str, data: Any, *tables: TableView, headers: bool = True) -> None:
+    """Prints ``data`` as JSON for ``--format json``; else each table as a table (or its
+    empty line) or as tab-separated lines (several: a blank line between them)."""
     if fmt == "json":
         print_json(data)
         return
-    for view in tables:
-        if view.rows:
-            print_table(view.title, view.columns, view.rows, view.null)
-        else:
+    for number, view in enumerate(tables):
+        if fmt == "tsv":
+            if number:
+                print()
+            print_tsv(view, headers)
+        elif view.rows:
+            print_table(view.title, view.columns, view.rows, view.null, headers)
+        elif headers:
             print(view.empty)
 
 

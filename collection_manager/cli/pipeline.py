@@ -26,7 +26,9 @@ def register(commands: Any) -> None:
     """Adds ``consume`` and ``demo``."""
     consume = commands.add_parser("consume", help="run the Spark consumer until SIGTERM")
     consume.add_argument("--master", help="Spark master (default CM_SPARK_MASTER or local[*])")
-    consume.add_argument("--duration", type=float, help="stop after this many seconds")
+    consume.add_argument(
+        "--duration", type=float, help="stop after this many seconds (default: until stopped)"
+    )
     consume.set_defaults(run=run_consume)
 
     demo = commands.add_parser(

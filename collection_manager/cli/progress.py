@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.confirm import add_confirmation, confirmed
+from collection_manager.cli.faults import FAILED
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.progress import ProgressRecord
@@ -28,6 +30,7 @@ def register(commands: Any) -> None:
         "collection, its dead-letter marks and the consumer's checkpoint; the next `consume` "
         "reads the topic from its start and applies it again",
     )
+    add_confirmation(reset)
     reset.set_defaults(run=run_reset)
 
 
@@ -38,7 +41,20 @@ def run_reset(args: argparse.Namespace) -> int:
     endpoints = devservices.running(infra, needs=("redis",))
     client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
     try:
-        forgotten = ProgressRecord(client, config.topic).forget_topic()
+        record = ProgressRecord(client, config.topic)
+        counted = record.forget_topic(dry_run=True)
+        what = (
+            f"forget the progress on topic {config.topic} ({counted.watermarks} watermarks "
+            f"in {counted.collections} collections, its dead-letter marks and the checkpoint "
+            f"at {config.checkpoint_dir}): the next `consume` applies the whole topic again, "
+            "on top of what the collections hold"
+        )
+        if args.dry_run:
+            print(f"would {what} (--dry-run: nothing done)")
+            return 0
+        if not confirmed(args.yes, what):
+            return FAILED
+        forgotten = record.forget_topic()
     finally:
         client.close()
     where = str(config.checkpoint_dir)

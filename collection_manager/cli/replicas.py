@@ -58,13 +58,22 @@ def register(commands: Any) -> None:
         help="what to introspect (default simulated); its own options follow, see "
         "`collection-manager replica sources`",
     )
-    run.add_argument("--rate", type=float, help="steps per second (default CM_STEP_INTERVAL_MS)")
-    run.add_argument("--steps", type=int, help="stop changing after this many steps")
-    run.add_argument("--duration", type=float, help="stop after this many seconds")
+    run.add_argument(
+        "--rate",
+        type=float,
+        help="steps per second (default: one per CM_STEP_INTERVAL_MS, 1,000 ms: 1)",
+    )
+    run.add_argument(
+        "--steps", type=int, help="stop changing after this many steps (default: never)"
+    )
+    run.add_argument(
+        "--duration", type=float, help="stop after this many seconds (default: until stopped)"
+    )
     run.add_argument(
         "--state-file",
         type=Path,
-        help="with --steps: once they are all acknowledged, write the agent's rows there (JSON)",
+        help="with --steps: once they are all acknowledged, write the agent's rows there "
+        "(JSON; default: none)",
     )
     run.set_defaults(run=run_replica, takes_source_options=True)
     sources = actions.add_parser(
@@ -72,8 +81,12 @@ def register(commands: Any) -> None:
     )
     sources.set_defaults(run=run_sources)
     remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
-    remove.add_argument("replica_id")
-    remove.add_argument("--reason", default="removed by an operator")
+    remove.add_argument("replica_id", help="the replica's id")
+    remove.add_argument(
+        "--reason",
+        default="removed by an operator",
+        help="recorded with the removal (default: removed by an operator)",
+    )
     remove.set_defaults(run=run_remove)
 
     listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
@@ -85,10 +98,15 @@ def register(commands: Any) -> None:
     )
     listing.set_defaults(run=run_replicas)
 
-    controller = commands.add_parser("controller", help="run the controller's lease loop")
-    controller.add_argument("action", choices=["run"])
-    controller.add_argument("--duration", type=float, help="stop after this many seconds")
-    controller.set_defaults(run=run_controller)
+    controller = commands.add_parser("controller", help="the controller's lease loop")
+    loops = controller.add_subparsers(dest="action", required=True)
+    loop = loops.add_parser(
+        "run", help="remove replicas whose lease expired, until SIGTERM or Ctrl-C"
+    )
+    loop.add_argument(
+        "--duration", type=float, help="stop after this many seconds (default: run until stopped)"
+    )
+    loop.set_defaults(run=run_controller)
 
 
 def _controller(endpoints: devservices.Endpoints) -> Controller:
@@ -333,7 +351,12 @@ def run_replicas(args: argparse.Namespace) -> int:
         rows = [r for r in controller.replicas() if args.all or r.state != REMOVED]
     finally:
         controller.close()
-    show(args.format, replicas_json(rows), replicas_table(rows, now_ms()))
+    show(
+        args.format,
+        replicas_json(rows),
+        replicas_table(rows, now_ms()),
+        headers=not args.no_headers,
+    )
     return 0
 
 

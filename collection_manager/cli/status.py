@@ -455,5 +455,6 @@ def run(args: argparse.Namespace) -> int:
         args.format,
         status_json(consumer, unpublished, infos, others, controller),
         *status_tables(consumer, infos, bool(raw), unpublished, others, controller),
+        headers=not args.no_headers,
     )
     return 0

@@ -44,7 +44,8 @@ HELP = (
     "keep rows where COLUMN<op>VALUE holds; repeat to require all. Operators: "
     + ", ".join(OPERATORS)
     + " (^= is 'starts with'). VALUE is typed by its column: 42, 0.5, true/false, text; "
-    "COLUMN=null and COLUMN!=null test for null (other comparisons never match null)."
+    "COLUMN=null and COLUMN!=null test for null (other comparisons never match null). "
+    "Default: every row."
 )
 # Operators people write from other languages, and ours that they meant.
 _MISTAKES = {"==": "=", "=<": "<=", "=>": ">=", "<>": "!=", "=!": "!=", "=^": "^=", "~=": "^="}

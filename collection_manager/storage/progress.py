@@ -130,8 +130,9 @@ class ProgressRecord:
         if offsets:
             self._client.hset(self.key, mapping={str(p): o for p, o in offsets.items()})
 
-    def forget_topic(self) -> Forgotten:
-        """Clears the topic's progress, its watermarks in every collection, its dead-letter marks.
+    def forget_topic(self, dry_run: bool = False) -> Forgotten:
+        """Clears the topic's progress, its watermarks in every collection, its dead-letter marks
+        (with ``dry_run``, only counts what it would clear).
 
         Exact fields only: ``<topic>:<partition>`` of each collection's ``applied`` hash and of
         the dead-letter ``done`` hash; no key is deleted by a pattern.
@@ -142,8 +143,10 @@ class ProgressRecord:
             applied = CollectionKeys(name).applied
             fields = self._fields_of_topic(self._client.hkeys(applied))
             if fields:
-                cleared += int(self._client.hdel(applied, *fields))
+                cleared += len(fields) if dry_run else int(self._client.hdel(applied, *fields))
                 touched += 1
+        if dry_run:
+            return Forgotten(cleared, touched)
         done = self._fields_of_topic(self._client.hkeys(DONE))
         if done:
             self._client.hdel(DONE, *done)

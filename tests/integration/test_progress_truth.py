@@ -241,15 +241,20 @@ def test_progress_of_another_cluster_stops_consume_until_reset(
         errors = [line for line in other.read_text().splitlines() if line.startswith("error:")]
         assert len(errors) == 1, other.read_text()[-3000:]
         assert "another-cluster" in errors[0] and errors[0].endswith(RESET_COMMAND)
-        reset = subprocess.run(
-            [sys.executable, "-m", "collection_manager.cli.main", "progress", "reset"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert reset.returncode == 0, reset.stderr
+        command = [sys.executable, "-m", "collection_manager.cli.main", "progress", "reset"]
+
+        def reset(*flags: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*command, *flags], env=env, capture_output=True, text=True, timeout=60
+            )
+
+        # Not on a terminal: refused without --yes; --dry-run says what it would do.
+        unconfirmed = reset()
+        assert unconfirmed.returncode == 2 and "run it again with --yes" in unconfirmed.stderr
+        dry = reset("--dry-run")
+        assert dry.returncode == 0 and dry.stdout.startswith("would forget the progress")
+        done = reset("--yes")
+        assert done.returncode == 0, done.stderr
         consumer = start_consumer(env, log)
         model.apply_all(requests)  # on purpose: the topic is applied again from its start
         assert_eventually(lambda: _equals_model(store, specs, model), timeout=180, interval=0.5)

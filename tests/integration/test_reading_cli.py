@@ -82,6 +82,9 @@ def collection(store: RedisStore, cli_env: str) -> Iterator[str]:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``main(argv)`` as on a terminal: tables, unless ``argv`` names a format."""
+    if "--format" not in argv:
+        argv = (*argv, "--format", "table")
     status = main(list(argv))
     captured = capsys.readouterr()
     return status, captured.out, captured.err
@@ -457,3 +460,38 @@ def test_a_collection_dropped_between_the_listing_and_its_reads_is_left_out(
     names = [info.spec.name for info in collection_infos(DroppedMidListing(redis))]
     assert collection in names
     assert f"dropped-{collection}" not in names
+
+
+# Unicode's box-drawing block: what tables are drawn with.
+BOX_DRAWING = {chr(c) for c in range(0x2500, 0x2580)}
+
+
+@pytest.mark.parametrize(
+    ("argv", "header"),
+    [
+        (["query", "{c}"], "replica_id\tworker_id\thydrated\tcount\t(count)"),
+        (["query", "{c}", "--where", "replica_id=r1", "--limit", "1"], "replica_id\tworker_id"),
+        (["tail", "{c}"], "time\treplica_id\tworker_id\thydrated\tcount\tdiff"),
+        (["collections", "list"], "name\trows\ttime\tcolumns\tindexed"),
+        (["collections", "describe", "{c}"], "column\ttype"),
+        (["status"], "collection\trows\ttime"),
+        (["replicas", "--all"], "id\tepoch"),
+        (["infra", "status"], "service\tsource\taddress"),
+    ],
+    ids=["query", "query-where", "tail", "list", "describe", "status", "replicas", "infra"],
+)
+def test_a_piped_read_prints_tab_separated_lines_without_box_drawing(
+    collection: str, argv: list[str], header: str
+) -> None:
+    command = [sys.executable, "-m", "collection_manager.cli.main"]
+    args = [arg.format(c=collection) for arg in argv]
+    piped = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert not set(piped.stdout) & BOX_DRAWING, piped.stdout
+    lines = piped.stdout.splitlines()
+    assert header in "\n".join(lines), piped.stdout
+    if argv[0] in ("query", "tail"):
+        assert lines[0] == header or lines[0].startswith(header)
+        assert all(line.count("\t") == lines[0].count("\t") for line in lines), lines
+        bare = subprocess.run([*command, *args, "--no-headers"], capture_output=True, text=True)
+        assert bare.stdout.splitlines() == lines[1:]

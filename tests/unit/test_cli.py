@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from collection_manager.cli.main import build_parser, main
+from collection_manager.cli.output import output_format, tsv_line
 
 
 def test_every_subcommand_parses() -> None:
@@ -26,14 +28,34 @@ def test_every_subcommand_parses() -> None:
 
 
 @pytest.mark.parametrize("command", ["query", "tail", "status", "replicas", "collections"])
-def test_reading_commands_take_format_table_or_json(command: str) -> None:
+def test_reading_commands_take_format_table_tsv_or_json_before_or_after(command: str) -> None:
     argv = [command, *(["c"] if command in ("query", "tail") else [])]
     argv = [*argv, "list"] if command == "collections" else argv
     parser = build_parser()
-    assert parser.parse_args(argv).format == "table"
-    assert parser.parse_args([*argv, "--format", "json"]).format == "json"
+    assert not hasattr(parser.parse_args(argv), "format")  # then: by where stdout goes
+    for fmt in ("table", "tsv", "json"):
+        assert parser.parse_args([*argv, "--format", fmt]).format == fmt
+        assert parser.parse_args(["--format", fmt, *argv]).format == fmt
+    assert parser.parse_args([*argv, "--no-headers"]).no_headers
+    assert parser.parse_args(["--no-headers", *argv]).no_headers
     with pytest.raises(SystemExit):
         parser.parse_args([*argv, "--format", "yaml"])
+
+
+def test_without_a_format_a_terminal_gets_tables_and_a_pipe_tab_separated_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert output_format(None) == "table"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert output_format(None) == "tsv"
+    assert output_format("json") == "json"
+
+
+def test_tab_separated_cells_stay_one_line_each() -> None:
+    assert tsv_line(["a\tb", "c\nd", "e\\f", None, True, 1.5], "null") == (
+        "a\\tb\tc\\nd\te\\\\f\tnull\ttrue\t1.5"
+    )
 
 
 def test_tail_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:

@@ -459,8 +459,10 @@ def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[s
     status = _examples(["status"], capsys)["status"]
     assert status["consumer"] == EXAMPLE_CONSUMER
     assert status["unpublished_dead_letters"] == EXAMPLE_UNPUBLISHED
-    collections = _examples(["collections"], capsys)
-    assert list(collections) == ["collections list", "collections describe compute_frontiers"]
+    assert _examples(["collections"], capsys) == {}  # a group: its commands show theirs
+    assert list(_examples(["collections", "list"], capsys)) == ["collections list"]
+    described = _examples(["collections", "describe"], capsys)
+    assert list(described) == ["collections describe compute_frontiers"]
 
 
 def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,81 @@
+"""Every command's ``--help``, walked as a new user reads them.
+
+Each option says its default (or has none to say: a flag, a required option); a group's
+help lists its commands and shows no command's JSON examples; a command's help shows the
+examples of that command only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from collection_manager.cli.main import build_parser
+
+FLAGS = (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every parser, with the words that reach it, the top level first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+
+
+ALL = list(_commands(build_parser()))
+
+
+def _is_group(parser: argparse.ArgumentParser) -> bool:
+    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+
+
+def test_the_walk_finds_every_command() -> None:
+    paths = {" ".join(path) for path, _ in ALL}
+    for expected in (
+        "query",
+        "tail",
+        "collections list",
+        "collections describe",
+        "collections create",
+        "collections drop",
+        "infra up",
+        "infra status",
+        "controller run",
+        "replica run",
+        "replica remove",
+        "progress reset",
+        "status",
+        "replicas",
+    ):
+        assert expected in paths
+
+
+@pytest.mark.parametrize(("path", "parser"), ALL, ids=[" ".join(p) or "top" for p, _ in ALL])
+def test_every_option_says_its_default(path: tuple[str, ...], parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, FLAGS) or action.required:
+            continue
+        if action.help is argparse.SUPPRESS or action.dest in ("verbose", "format"):
+            continue  # -v is a flag; --format says what it defaults to by where output goes
+        assert action.help and "default" in action.help.lower(), (
+            f"{' '.join(path)} {action.option_strings[0]}: {action.help!r} names no default"
+        )
+
+
+@pytest.mark.parametrize(("path", "parser"), ALL, ids=[" ".join(p) or "top" for p, _ in ALL])
+def test_help_shows_only_its_own_commands_examples(
+    path: tuple[str, ...], parser: argparse.ArgumentParser
+) -> None:
+    text = parser.format_help()
+    shown = re.findall(r"`collection-manager ([^`]*?) --format json` prints", text)
+    if _is_group(parser):
+        assert shown == [], f"{' '.join(path)} --help shows its commands' examples"
+    for example in shown:
+        assert example.split()[: len(path)] == list(path), (path, example)
