@@ -36,7 +36,7 @@ from collection_manager.cli.status import (
     counter_headers,
 )
 from collection_manager.cli.where import HELP as WHERE_HELP
-from collection_manager.cli.where import parse_where
+from collection_manager.cli.where import parse_where, split_term
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.core.errors import SchemaError
 from collection_manager.core.filters import Filter, describe
@@ -210,6 +210,9 @@ def tail_table(
 def run_query(args: argparse.Namespace) -> int:
     """Prints the rows (and their multiplicity) at the time readers see, read in bounded
     steps (docs/design.md §9)."""
+    check_collection_name(args.collection)  # the name and the terms' syntax: before connecting
+    for term in args.where:
+        split_term(term)
     store = store_from_env()
     spec = collection_spec(store, args.collection)
     where = parse_where(args.where, spec)
@@ -222,6 +225,7 @@ def run_query(args: argparse.Namespace) -> int:
 
 def run_tail(args: argparse.Namespace) -> int:
     """Prints the changes at times >= ``--since``, oldest first (or follows them)."""
+    check_collection_name(args.collection)
     store = store_from_env()
     spec = collection_spec(store, args.collection)
     if args.follow:
@@ -404,6 +408,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     """Describes one collection."""
+    check_collection_name(args.name)
     store = store_from_env()
     info = collection_info(store, collection_spec(store, args.name).name)
     show(args.format, describe_json(info), *describe_tables(info), headers=not args.no_headers)

@@ -41,8 +41,10 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, CollectionManagerError):
         return redact(str(exc))
     if isinstance(exc, REDIS_FAULTS):
+        # Connecting says "Redis at URL does not answer" (storage/client.py); this is a
+        # fault after that, mid-command.
         return redact(
-            f"Redis failed ({type(exc).__name__}: {exc}); check CM_REDIS_URL or "
+            f"Redis stopped answering ({type(exc).__name__}: {exc}); check CM_REDIS_URL or "
             "`collection-manager infra status`"
         )
     if isinstance(exc, KafkaException):

@@ -15,7 +15,7 @@ from collection_manager import devservices
 from collection_manager.cli.confirm import add_confirmation, confirmed
 from collection_manager.cli.faults import FAILED
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
-from collection_manager.storage.client import redis_client
+from collection_manager.storage.client import connected_client
 from collection_manager.storage.progress import ProgressRecord
 from spark_consumers.checkpoint import SPARK_ENTRIES
 
@@ -39,7 +39,7 @@ def run_reset(args: argparse.Namespace) -> int:
     infra = from_env(InfraConfig)
     config = from_env(ConsumerConfig).with_checkpoint(infra)
     endpoints = devservices.running(infra, needs=("redis",))
-    client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
+    client = connected_client(endpoints.redis_url)
     try:
         record = ProgressRecord(client, config.topic)
         counted = record.forget_topic(dry_run=True)

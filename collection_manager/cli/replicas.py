@@ -309,9 +309,9 @@ def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:
             "replica_id": r.replica_id,
             "epoch": r.epoch,
             "state": r.state,
-            "lease_expires_at": r.lease_expires_at,
-            "last_heartbeat_at": r.last_heartbeat_at,
-            "added_at": r.added_at,
+            "lease_expires_ms": r.lease_expires_at,
+            "last_heartbeat_ms": r.last_heartbeat_at,
+            "added_ms": r.added_at,
             "reason": r.reason,
         }
         for r in rows

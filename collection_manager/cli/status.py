@@ -159,7 +159,7 @@ def consumer_summary(
         **{name: int(raw.get(name, 0)) for name in _TOTALS},
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
         "last_batch_id": progress.get("batch_id"),
-        "last_progress_at": progress.get("timestamp"),
+        "last_progress_ms": _epoch_ms(progress.get("timestamp")),
         "lag_total": sum(entry["lag"] for entry in lag) if known else None,
         "lag": lag if known else None,
         # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
@@ -262,6 +262,17 @@ def _state(consumer: dict[str, Any]) -> str:
     return f"retrying{when} ({consumer['retries']} retries): {consumer['outage_cause']}"
 
 
+def _epoch_ms(iso: object) -> int | None:
+    """Spark's progress timestamp (ISO 8601, UTC) as ms since the Unix epoch, as every time
+    in the JSON is."""
+    if not isinstance(iso, str):
+        return None
+    try:
+        return int(datetime.datetime.fromisoformat(iso).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
 def _stopped(last_seen_ms: int | None) -> str:
     return "stopped" if last_seen_ms is None else f"stopped (last seen {_utc(last_seen_ms)})"
 
@@ -290,7 +301,7 @@ def status_tables(
             *(consumer[name] for name in _TOTALS),
             None if rate is None else round(rate),
             f"unknown: {consumer['kafka_detail']}" if lag is None else lag,
-            consumer["last_progress_at"],
+            None if consumer["last_progress_ms"] is None else _utc(consumer["last_progress_ms"]),
         )
         columns = [
             "state",

@@ -144,12 +144,11 @@ def _term_filter(term: str, column: Column, op: str, text: str) -> Filter:
     return _ORDERINGS[op](column.name, value)
 
 
-def parse_term(term: str, spec: CollectionSpec) -> Filter:
-    """The filter of one ``COLUMN<op>VALUE`` term.
+def split_term(term: str) -> tuple[str, str, str]:
+    """``(column, operator, value)`` of a term, checked before anything connects.
 
     Raises:
-        FilterError: one line naming the term and what is valid: the syntax, a column (all
-            listed with their types), an operator (all listed), or the value's type.
+        FilterError: for a term that is no ``COLUMN<op>VALUE``, or an unknown operator.
     """
     match = _TERM.fullmatch(term)
     if match is None or not match["column"].strip():
@@ -157,11 +156,22 @@ def parse_term(term: str, spec: CollectionSpec) -> Filter:
             f"--where {term!r}: expected {SYNTAX} (operators: {', '.join(OPERATORS)})"
         )
     name, op, text = match["column"].strip(), match["op"], match["value"]
+    if op not in OPERATORS:
+        raise _bad_operator(term, op)
+    return name, op, text
+
+
+def parse_term(term: str, spec: CollectionSpec) -> Filter:
+    """The filter of one ``COLUMN<op>VALUE`` term.
+
+    Raises:
+        FilterError: one line naming the term and what is valid: the syntax, a column (all
+            listed with their types), an operator (all listed), or the value's type.
+    """
+    name, op, text = split_term(term)
     columns = {c.name: c for c in spec.columns}
     if name not in columns:
         raise _unknown_column(term, name, spec)
-    if op not in OPERATORS:
-        raise _bad_operator(term, op)
     return _term_filter(term, columns[name], op, text)
 
 

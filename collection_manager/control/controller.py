@@ -42,7 +42,7 @@ from collection_manager.core.requests import Delete, Fence, ReplicaAdded, Replic
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.client import REDIS_FAULTS, connected_client
 from collection_manager.storage.declared import DeclaredCollections
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
@@ -113,7 +113,7 @@ class Controller:
     ) -> Controller:
         """A controller with its own producer and Redis client."""
         # A socket timeout too: a paused Redis must not hang the lease loop for good.
-        client = redis_client(redis_url, socket_connect_timeout=5, socket_timeout=10)
+        client = connected_client(redis_url, socket_connect_timeout=5, socket_timeout=10)
         producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-ctl"))
         return cls(producer, client, topic, config)
 

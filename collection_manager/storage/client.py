@@ -18,6 +18,7 @@ from redis.exceptions import RedisClusterException
 
 from collection_manager.config import redact_url
 from collection_manager.config.errors import ConfigError
+from collection_manager.core.errors import InfrastructureError
 
 # The schemes redis-py takes.
 REDIS_SCHEMES = ("redis", "rediss", "unix")
@@ -51,6 +52,27 @@ def redis_client(url: str, **kwargs: Any) -> redis.Redis:
     # The cluster client offers the same commands for keys of one slot; typed as the
     # single client so that callers need not care which one they hold.
     return cast(redis.Redis, redis.RedisCluster.from_url(url, **kwargs))
+
+
+def connected_client(url: str, **kwargs: Any) -> redis.Redis:
+    """``redis_client`` that has answered a ``PING``: a wrong address, user or password
+    fails here, in the one wording every command uses for it.
+
+    Raises:
+        ConfigError: when ``url`` is no Redis URL.
+        InfrastructureError: when Redis does not answer or refuses the user and password.
+    """
+    kwargs.setdefault("socket_connect_timeout", 5)
+    try:
+        client = redis_client(url, **kwargs)
+        client.ping()
+    except redis.AuthenticationError as exc:
+        raise InfrastructureError(
+            f"Redis at {redact_url(url)} refused the user and password in CM_REDIS_URL: {exc}"
+        ) from exc
+    except REDIS_FAULTS as exc:
+        raise InfrastructureError(f"Redis at {redact_url(url)} does not answer: {exc}") from exc
+    return client
 
 
 def _invalid(url: str, exc: ValueError) -> ConfigError:

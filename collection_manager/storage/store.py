@@ -12,16 +12,14 @@ from typing import Any
 
 import redis
 
-from collection_manager.config import redact_url
 from collection_manager.core.errors import (
     CollectionManagerError,
-    InfrastructureError,
     UnknownCollectionError,
 )
 from collection_manager.core.planning import MAX_GROUP_UPDATES
 from collection_manager.core.requests import collection_of, validate_request
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.client import connected_client
 from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import STRADDLES, StorageError, WatermarkMovedError
 from collection_manager.storage.keys import (
@@ -134,16 +132,7 @@ class RedisStore(StoreReads):
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> RedisStore:
         """Connects and pings, so that a wrong address fails here with a clear message."""
-        try:
-            client = redis_client(url, socket_connect_timeout=5)  # asks the server already
-            client.ping()
-        except redis.AuthenticationError as exc:
-            raise InfrastructureError(
-                f"Redis at {redact_url(url)} refused the user and password in CM_REDIS_URL: {exc}"
-            ) from exc
-        except REDIS_FAULTS as exc:
-            raise InfrastructureError(f"Redis at {redact_url(url)} does not answer: {exc}") from exc
-        return cls(client, **kwargs)
+        return cls(connected_client(url), **kwargs)
 
     # Catalog
 

@@ -311,7 +311,7 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
         "control_requests": 1,
         "processed_rows_per_s": 120.4,
         "last_batch_id": 7,
-        "last_progress_at": "2025-01-01T12:00:00.000Z",
+        "last_progress_ms": 1_735_732_800_000,  # 2025-01-01T12:00:00.000Z
         "lag_total": 4,
         "lag": [{"topic": topic, "partition": 0, "lag": 4}],
     }
@@ -386,8 +386,8 @@ def test_replicas_lists_members(
         (first, 1, "active", ""),
         (second, 1, "removed", "removed by the test"),
     ]
-    assert listed[0]["lease_expires_at"] is not None
-    assert listed[1]["lease_expires_at"] is None
+    assert listed[0]["lease_expires_ms"] is not None
+    assert listed[1]["lease_expires_ms"] is None
     assert [r["replica_id"] for r in run_json(capsys, "replicas")] == [first]  # live only
     status, out, _ = run(capsys, "replicas", "--all")
     assert [row[:3] for row in cells(out, cli_env)] == [

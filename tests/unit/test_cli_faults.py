@@ -18,7 +18,7 @@ def test_redact_masks_the_password_of_every_url_in_a_text() -> None:
 
 def test_a_redis_fault_is_one_line_naming_the_setting_to_check() -> None:
     line = describe(redis.ConnectionError("Error 111 connecting to redis://:pw@h:1/0"))
-    assert line.startswith("Redis failed (ConnectionError: Error 111")
+    assert line.startswith("Redis stopped answering (ConnectionError: Error 111")
     assert "CM_REDIS_URL" in line
     assert "pw" not in line
     assert "\n" not in line
