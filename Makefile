@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-processes test-images test-containers lint unit bench infra-up infra-down infra-status clean
+.PHONY: setup demo test test-processes test-images test-containers lint unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -67,3 +67,13 @@ infra-up infra-down infra-status: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# clean, and the local services stopped, and the state and cache directories removed
+# (the directories the settings name: CM_STATE_DIR, CM_CACHE_DIR or their XDG defaults).
+distclean:
+	@if test -x $(BIN)/collection-manager; then \
+		$(BIN)/collection-manager infra down; \
+		rm -rf "$$($(BIN)/python -c 'from collection_manager.config import InfraConfig, from_env; print(from_env(InfraConfig).state_dir)')" \
+		       "$$($(BIN)/python -c 'from collection_manager.config import InfraConfig, from_env; print(from_env(InfraConfig).cache_dir)')"; \
+	fi
+	@$(MAKE) --no-print-directory clean
