@@ -207,7 +207,7 @@ def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
         assert old == [2, 3, 3]
         more = Append(collection, "r1", 1, [(("r1", 2, True, None), 1)], produced_at=0)
         store.apply_requests(f"t-{cli_env}", 0, [(3, more)])
-        assert new.stdout.readline() == "4\tr1\t2\tTrue\tnull\t1\n"  # type: ignore[union-attr]
+        assert new.stdout.readline() == "4\tr1\t2\ttrue\tnull\t1\n"  # type: ignore[union-attr]
         assert json.loads(since_two.stdout.readline()) == {  # type: ignore[union-attr]
             "time": 4,
             "row": {"replica_id": "r1", "worker_id": 2, "hydrated": True, "count": None},
