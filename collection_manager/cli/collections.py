@@ -16,8 +16,7 @@ from types import FrameType
 from typing import Any
 
 from collection_manager import devservices
-from collection_manager.cli.confirm import add_confirmation, confirmed
-from collection_manager.cli.faults import FAILED
+from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import (
     CREATE_HINT,
     TableView,
@@ -442,11 +441,8 @@ def run_drop(args: argparse.Namespace) -> int:
         f"drop {name}: {plural(rows, 'row')} at time {time}, its change log and indexes; "
         "requests that name it after this are dead letters"
     )
-    if args.dry_run:
-        print(f"would {what} (--dry-run: nothing done)")
-        return 0
-    if not confirmed(args.yes, what):
-        return FAILED
+    if (code := stop_before(args, what)) is not None:
+        return code
     store.drop_collection(name)
     print(f"dropped {name}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from collection_manager.cli.faults import FAILED
 from collection_manager.config.errors import UsageError
 
 
@@ -20,9 +21,18 @@ def add_confirmation(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def stop_before(args: argparse.Namespace, what: str) -> int | None:
+    """None to go on with ``what`` (a phrase: "drop c: ..."), else the exit code to stop
+    with: 0 after ``--dry-run`` printed it, 1 when the one asked said no."""
+    if args.dry_run:
+        print(f"would {what} (--dry-run: nothing done)")
+        return 0
+    return None if confirmed(args.yes, what) else FAILED
+
+
 def confirmed(yes: bool, what: str) -> bool:
-    """Whether to go on with ``what`` (a phrase: "drop c: ..."): with ``--yes``, yes; else
-    a terminal is asked, and without one it is refused (exit 2), saying how to go on."""
+    """Whether to go on with ``what``: with ``--yes``, yes; else a terminal is asked, and
+    without one it is refused (exit 2), saying how to go on."""
     if yes:
         return True
     if not sys.stdin.isatty():

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from collection_manager import devservices
-from collection_manager.cli.confirm import add_confirmation, confirmed
-from collection_manager.cli.faults import FAILED
+from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.storage.client import connected_client
 from collection_manager.storage.progress import ProgressRecord
@@ -49,11 +48,8 @@ def run_reset(args: argparse.Namespace) -> int:
             f"at {config.checkpoint_dir}): the next `consume` applies the whole topic again, "
             "on top of what the collections hold"
         )
-        if args.dry_run:
-            print(f"would {what} (--dry-run: nothing done)")
-            return 0
-        if not confirmed(args.yes, what):
-            return FAILED
+        if (code := stop_before(args, what)) is not None:
+            return code
         forgotten = record.forget_topic()
     finally:
         client.close()

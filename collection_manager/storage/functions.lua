@@ -338,6 +338,13 @@ local function cm_continue(keys, args)
   return reply
 end
 
+-- Whether a reader of `query` sees `row`: it matches the filter, and no delete in
+-- progress (`retracted`, from pending_delete) retracts it.
+local function seen_by(query, retracted, row)
+  return (query.f == nil or matches(query.f, cjson.decode(row)))
+    and not (retracted and retracted(row))
+end
+
 -- A filtered snapshot at one time: the rows matching a filter with their multiplicities,
 -- after the time they are consistent with (never half a request). While a delete is in
 -- progress, that is the delete's time, and the rows it will retract are left out.
@@ -348,8 +355,7 @@ local function cm_read(keys, args)
   local retracted, pending_time = pending_delete(keys[3], args[1])
   local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0'}
   for _, row in ipairs(candidates(contents, args[1], query.x)) do
-    if (query.f == nil or matches(query.f, cjson.decode(row)))
-        and not (retracted and retracted(row)) then
+    if seen_by(query, retracted, row) then
       local multiplicity = redis.call('HGET', contents, row)
       if multiplicity then
         reply[#reply + 1] = row
@@ -403,8 +409,7 @@ local function cm_scan(keys, args)
   reply[3], reply[4] = done and 0 or integer(position), cursor
   for i, row in ipairs(found) do
     if (parts == 1 or tonumber(string.sub(redis.sha1hex(row), 1, 8), 16) % parts == slot)
-        and (query.f == nil or matches(query.f, cjson.decode(row)))
-        and not (retracted and retracted(row)) then
+        and seen_by(query, retracted, row) then
       local multiplicity = multiplicities[i] or redis.call('HGET', contents, row)
       if multiplicity then
         reply[#reply + 1] = row
