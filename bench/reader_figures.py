@@ -43,7 +43,8 @@ def _busy_phases(phases: dict[str, Any]) -> dict[str, tuple[str, str, bool]]:
         busy["expiring"] = (f"while {expired:,} rows whose TTL ended are retracted", "", True)
     if "dropping" in phases:
         dropped = phases["dropping"]["rows_dropped"]
-        note = "cm_drop: one call, in proportion to the collection (not stepped yet)"
+        calls = phases["dropping"]["function_calls"]
+        note = f"{calls:,} function call{'' if calls == 1 else 's'}"
         busy["dropping"] = (f"while a collection of {dropped:,} rows is dropped", note, True)
     return busy
 

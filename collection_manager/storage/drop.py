@@ -1,10 +1,15 @@
-"""Dropping a collection: deleting exactly its keys, found by name, never by pattern.
+"""Dropping a collection in bounded steps, deleting exactly its keys, never by pattern.
 
 A pattern (``SCAN MATCH cm:{<name>}:idx:*``) treats glob characters in the name as globs
 and would delete other collections' keys; names are checked now (``core/names.py``), but
-a delete must not depend on that. The index sets are derived from the collection's rows
-in one function call (``cm_drop`` in ``functions.lua``); a large collection blocks Redis
-for that call.
+a delete must not depend on that. The index sets are derived from the collection's rows.
+
+A drop first records its state (``CollectionKeys.dropping``) and removes the collection's
+definition from the catalog: from then on nobody reads or writes it, and requests naming it
+are dead letters. Then ``cm_drop`` removes ``DROP_STEP_ROWS`` rows (and their index
+entries) a call until none is left, and then every key of the collection. No call holds
+Redis for longer than one step, however large the collection. A drop that stopped half way
+(a killed command) is finished by the next drop or create of that name.
 """
 
 from __future__ import annotations
@@ -21,26 +26,46 @@ from collection_manager.storage.ops import function_call
 # The index layout depends on the columns only: a placeholder name lets a collection whose
 # name predates the name rule be dropped too.
 _LAYOUT_NAME = "layout"
+# Rows one cm_drop call removes (with their index entries).
+DROP_STEP_ROWS = 2_000
 
 
 class CollectionDrop:
-    """Deletes collections' keys.
+    """Drops collections.
 
     Args:
         client: a Redis client.
     """
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, step_rows: int = DROP_STEP_ROWS) -> None:
         self._client = client
+        self._step_rows = step_rows
 
-    def drop(self, collection: str) -> int:
-        """Deletes ``collection``'s keys (not its catalog entry); returns how many existed."""
+    def drop(self, collection: str) -> None:
+        """Removes ``collection``'s definition, then its keys in steps (or finishes a drop
+        of that name that stopped half way)."""
         keys = CollectionKeys(collection)
         raw = self._client.hget(CATALOG, collection)
-        if raw is None:  # no definition, so no index layout: only the fixed keys
-            return int(self._client.delete(*keys.function_keys()))
-        record = json.loads(raw)
-        layout = CollectionSpec(_LAYOUT_NAME, record["row_schema"], record["indexed_columns"])
-        payload = function_call([], layout).payload
-        args: list[str | int] = [keys.index_prefix, 0, payload, ""]
-        return int(call(self._client, DROP, keys.function_keys(), args))
+        if raw is not None:
+            record = json.loads(raw)
+            layout = CollectionSpec(_LAYOUT_NAME, record["row_schema"], record["indexed_columns"])
+            indexed = json.loads(function_call([], layout).payload)["ic"]
+            # Kept if a drop before this one stopped half way: its rows have that layout.
+            self._client.hsetnx(keys.dropping, "ic", json.dumps(indexed))
+            self._client.hdel(CATALOG, collection)
+        self.finish(collection)
+
+    def finish(self, collection: str) -> None:
+        """Runs the drop of ``collection`` in progress, if any, to its end."""
+        keys = CollectionKeys(collection)
+        if not self._client.exists(keys.dropping):
+            # No drop and no definition: only the fixed keys can be there (a definition
+            # that never was, or whose drop predates the steps).
+            if self._client.hget(CATALOG, collection) is None:
+                self._client.unlink(*keys.function_keys())
+            return
+        while True:
+            args: list[str | int] = [keys.index_prefix, self._step_rows]
+            reply = call(self._client, DROP, [*keys.function_keys(), keys.dropping], args)
+            if (reply.decode() if isinstance(reply, bytes) else reply) == "done":
+                return

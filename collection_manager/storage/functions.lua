@@ -438,21 +438,41 @@ local function cm_counts(keys, args)
   return reply
 end
 
--- Deletes one collection's keys by name, never by pattern: the index sets of its current
--- rows, derived by row_index_keys as add derives them (a set exists only while a row of its
--- value is in contents), then its keys. Arguments: the index prefix, unused, the payload
--- with the indexed columns (ic). One call, so no write of a racing apply lands between
--- reading the rows and deleting. Returns how many keys went.
+-- One step of dropping a collection (storage/drop.py), whose definition is gone from the
+-- catalog already: up to `budget` of its rows leave its contents and their index sets
+-- (derived by row_index_keys as add derives them: a set exists only while a row of its
+-- value is in contents); once none is left, every key of the collection goes, by name,
+-- never by pattern (UNLINK: Redis frees a large one in the background). A cursor is kept
+-- in the drop's state between steps, and starts again on another server (server_run).
+-- keys: the collection's keys (FUNCTION_KEYS order, contents first), then the drop's
+-- state. args: 1 index key prefix, 2 budget (rows). Replies 'more' or 'done'.
 local function cm_drop(keys, args)
-  local index_prefix, indexed = args[1], cjson.decode(args[3]).ic
-  local doomed = {}
-  for _, row in ipairs(redis.call('HKEYS', keys[1])) do
-    for _, key in ipairs(row_index_keys(indexed, index_prefix, row)) do doomed[key] = true end
+  local contents, state = keys[1], keys[#keys]
+  local info = redis.call('HMGET', state, 'ic', 'cursor', 'run')
+  if not info[1] then return 'done' end  -- another client finished it
+  local indexed, cursor, run = cjson.decode(info[1]), info[2] or '0', server_run()
+  if info[3] ~= run then cursor = '0' end
+  local budget = tonumber(args[2])
+  repeat
+    local scanned = redis.call('HSCAN', contents, cursor, 'COUNT', budget)
+    cursor = scanned[1]
+    for i = 1, #scanned[2], 2 do
+      local row = scanned[2][i]
+      for _, key in ipairs(row_index_keys(indexed, args[1], row)) do
+        redis.call('SREM', key, row)
+      end
+      redis.call('HDEL', contents, row)
+    end
+    budget = budget - #scanned[2] / 2 - 1  -- a scan call costs even when it finds nothing
+  until budget <= 0 or cursor == '0'
+  -- A pass is whole when the cursor is back at 0; a row a late writer added is found by
+  -- the next pass.
+  if cursor == '0' and redis.call('EXISTS', contents) == 0 then
+    for _, key in ipairs(keys) do redis.call('UNLINK', key) end
+    return 'done'
   end
-  local deleted = 0
-  for key in pairs(doomed) do deleted = deleted + redis.call('DEL', key) end
-  for _, key in ipairs(keys) do deleted = deleted + redis.call('DEL', key) end
-  return deleted
+  redis.call('HSET', state, 'cursor', cursor, 'run', run)
+  return 'more'
 end
 
 -- The version of this library's source, so that a client can tell whether to replace it.

@@ -165,6 +165,13 @@ class CollectionKeys:
         return f"{self._base}:migration-guard"
 
     @property
+    def dropping(self) -> str:
+        """Hash: the drop in progress (``storage/drop.py``): ``ic`` (the indexed columns, as
+        the functions' payload has them), ``cursor`` and ``run`` (where its scan stands).
+        While it exists, the collection is being dropped and cannot be created again."""
+        return f"{self._base}:dropping"
+
+    @property
     def index_prefix(self) -> str:
         """Prefix of the secondary index sets, ``<prefix><column>:<value>`` -> rows."""
         return f"{self._base}:idx:"

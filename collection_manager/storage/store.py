@@ -142,6 +142,7 @@ class RedisStore(StoreReads):
         The name was checked against the name rule when ``spec`` was made (``core/names.py``).
         """
         record = {"row_schema": spec.row_schema, "indexed_columns": list(spec.indexed_columns)}
+        self._drop.finish(spec.name)  # a drop of that name that stopped half way: end it
         self._client.hset(CATALOG, spec.name, json.dumps(record))
         self._specs[spec.name] = spec
 
@@ -189,10 +190,10 @@ class RedisStore(StoreReads):
         return sorted(as_text(name) for name in self._client.hkeys(CATALOG))
 
     def drop_collection(self, collection: str) -> None:
-        """Deletes a collection with exactly its keys (never keys matched by a pattern)."""
-        self._drop.drop(collection)
-        self._client.hdel(CATALOG, collection)
+        """Deletes a collection: its definition at once, then exactly its keys (never keys
+        matched by a pattern) in bounded steps (``storage/drop.py``)."""
         self._specs.pop(collection, None)
+        self._drop.drop(collection)
 
     # Writes
 
