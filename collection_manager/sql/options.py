@@ -11,7 +11,7 @@ import redis
 from collection_manager.config import redact_url
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.client import REDIS_FAULTS, connected_client
 from collection_manager.storage.store import RedisStore
 
 URL_OPTION = "redis.url"
@@ -49,11 +49,8 @@ class Connection:
         return cls(url, collection)
 
     def client(self) -> redis.Redis:
-        """A client of the Redis (one per task: clients do not travel)."""
-        try:
-            return redis_client(self.url, socket_connect_timeout=5, socket_timeout=30)
-        except REDIS_FAULTS as exc:
-            raise self.unreachable(exc) from None
+        """A client of the Redis that answered (one per task: clients do not travel)."""
+        return connected_client(self.url, socket_timeout=30)
 
     def unreachable(self, exc: Exception) -> InfrastructureError:
         """The one error of a Redis that does not answer (the URL without its password)."""

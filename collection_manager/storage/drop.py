@@ -27,7 +27,7 @@ from collection_manager.storage.ops import function_call
 # name predates the name rule be dropped too.
 _LAYOUT_NAME = "layout"
 # Rows one cm_drop call removes (with their index entries).
-DROP_STEP_ROWS = 2_000
+DROP_STEP_ROWS = 500
 
 
 class CollectionDrop:

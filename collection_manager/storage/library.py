@@ -45,7 +45,7 @@ FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, SCAN, COUNTS, DROP, VERSION_FU
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 # Expired rows and scheduled retractions one cm_due call applies at most (one time each):
 # 100,000 rows due at once held Redis for 1.2 s in one call (bench/row_ttl.py).
-DUE_STEP_ROWS = 2_000
+DUE_STEP_ROWS = 500
 
 
 def _lua_strings(values: Sequence[str]) -> str:
