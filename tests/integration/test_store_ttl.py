@@ -135,8 +135,12 @@ def test_many_rows_due_at_once_go_in_bounded_calls_each_exactly_once(
     spec = dataclasses.replace(MODEL_SPECS[0], name=f"ttl-{uuid.uuid4().hex[:8]}")
     store = RedisStore(redis)
     store.create_collection(spec)
-    rows = [(("r1", "e", w, None), 1 + w % 2) for w in range(2 * DUE_STEP_ROWS + 500)]
-    scheduled = [(("r2", "s", w, None), 1) for w in range(300)]
+    # Two full calls of expiries, then a third with the last half call of them and the
+    # scheduled retractions, which fit beside them.
+    rows = [
+        (("r1", "e", w, None), 1 + w % 2) for w in range(2 * DUE_STEP_ROWS + DUE_STEP_ROWS // 2)
+    ]
+    scheduled = [(("r2", "s", w, None), 1) for w in range(DUE_STEP_ROWS // 4)]
     calls: list[Any] = []
     real_call = store._call
     monkeypatch.setattr(store, "_call", lambda *a: calls.append(a[0]) or real_call(*a))
