@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
     down = actions.add_parser("down", help="stop the services `infra up` started")
     down.set_defaults(run=run)
     status = actions.add_parser("status", help="each service: where it is, whether it answers")
-    add_output_options(status, FORMAT_HELP.replace(", shaped as in the examples below", ""))
+    add_output_options(status, FORMAT_HELP)
     status.set_defaults(run=run)
 
 

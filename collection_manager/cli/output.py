@@ -39,8 +39,7 @@ if TYPE_CHECKING:
 FORMATS = ("table", "tsv", "json")
 FORMAT_HELP = (
     "table for people (the default on a terminal); tsv: a header line, then a line per "
-    "row, cells separated by tabs (the default when piped); json for scripts, shaped as "
-    "in the examples below"
+    "row, cells separated by tabs (the default when piped); json for scripts"
 )
 NO_HEADERS_HELP = "table and tsv: leave out titles and header lines"
 # Beyond this many, an error lists the first ones and points at `collections list`.
@@ -82,7 +81,7 @@ def add_format_option(parser: argparse.ArgumentParser, examples: Mapping[str, An
         parser: the subcommand's parser.
         examples: command line (``collections list``) -> what its ``--format json`` prints.
     """
-    add_output_options(parser, FORMAT_HELP)
+    add_output_options(parser, f"{FORMAT_HELP}, shaped as in the examples below")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "\n\n".join(
         f"`collection-manager {command} --format json` prints, for example:\n{json_text(value)}"

@@ -24,8 +24,7 @@ from collection_manager.sql.options import Connection, OptionError, option
 from collection_manager.sql.schema import spark_schema
 from collection_manager.sql.snapshots import SnapshotSource
 from collection_manager.storage.client import REDIS_FAULTS
-from collection_manager.storage.step_reads import ChangeLog
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.step_reads import ChangeLog, readable_time
 
 BEFORE, AFTER = ("time",), ("diff",)
 
@@ -91,7 +90,7 @@ class ChangesReader(DataSourceStreamReader):
         if self._client is None:
             self._client = self._connection.client()
         try:
-            return RedisStore(self._client).size(self._spec.name)[1]
+            return readable_time(self._client, self._spec.name)
         except REDIS_FAULTS as exc:
             raise self._connection.unreachable(exc) from None
 

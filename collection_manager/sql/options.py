@@ -56,17 +56,20 @@ class Connection:
         """The one error of a Redis that does not answer (the URL without its password)."""
         return InfrastructureError(f"Redis at {redact_url(self.url)} does not answer: {exc}")
 
-    def spec(self, client: redis.Redis | None = None) -> CollectionSpec:
+    def spec(self) -> CollectionSpec:
         """The collection's definition.
 
         Raises:
             UnknownCollectionError: when there is no such collection.
             InfrastructureError: when Redis does not answer.
         """
+        client = self.client()
         try:
-            return RedisStore(client or self.client()).spec(self.collection)
+            return RedisStore(client).spec(self.collection)
         except REDIS_FAULTS as exc:
             raise self.unreachable(exc) from None
+        finally:
+            client.close()
 
 
 def bounded_int(options: Mapping[str, str], name: str, low: int, high: int) -> int | None:

@@ -24,6 +24,11 @@ from collection_manager.core.errors import InfrastructureError
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
+def as_text(value: bytes | str) -> str:
+    """A Redis reply as text (the store's client does not decode replies)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def redis_client(url: str, **kwargs: Any) -> redis.Redis:
     """A client of the Redis at ``url``: a cluster client when it is a cluster node.
 

@@ -19,6 +19,7 @@ import json
 import redis
 
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import as_text
 from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.library import DROP, call
 from collection_manager.storage.ops import function_call
@@ -67,5 +68,5 @@ class CollectionDrop:
         while True:
             args: list[str | int] = [keys.index_prefix, self._step_rows]
             reply = call(self._client, DROP, [*keys.function_keys(), keys.dropping], args)
-            if (reply.decode() if isinstance(reply, bytes) else reply) == "done":
+            if as_text(reply) == "done":
                 return

@@ -338,6 +338,12 @@ local function cm_continue(keys, args)
   return reply
 end
 
+-- The time a reader sees: a delete's in progress (pending_time, whole to readers), else
+-- the latest readable one.
+local function read_time(time_key, pending_time)
+  return pending_time and integer(pending_time) or redis.call('GET', time_key) or '0'
+end
+
 -- Whether a reader of `query` sees `row`: it matches the filter, and no delete in
 -- progress (`retracted`, from pending_delete) retracts it.
 local function seen_by(query, retracted, row)
@@ -353,7 +359,7 @@ end
 local function cm_read(keys, args)
   local contents, query = keys[1], cjson.decode(args[2])
   local retracted, pending_time = pending_delete(keys[3], args[1])
-  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0'}
+  local reply = {read_time(keys[2], pending_time)}
   for _, row in ipairs(candidates(contents, args[1], query.x)) do
     if seen_by(query, retracted, row) then
       local multiplicity = redis.call('HGET', contents, row)
@@ -366,7 +372,7 @@ local function cm_read(keys, args)
   return reply
 end
 
--- One step of a stepped read (storage/stepped_read.py): the candidates a scan finds from
+-- One step of a stepped read (core/stepped_read.py, storage/step_reads.py): the candidates a scan finds from
 -- where it stands, at most about `budget` of them, that match the filter (and, split in n
 -- parts, fall in part `slot`), with their multiplicities at the time the step answers at.
 -- Steps of one read answer at different times; the reader brings them to one time with the
@@ -383,8 +389,7 @@ local function cm_scan(keys, args)
   local position, cursor, budget = tonumber(args[3]), args[4], tonumber(args[5])
   local parts, slot = tonumber(args[6]), tonumber(args[7])
   local retracted, pending_time = pending_delete(keys[3], args[1])
-  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0',
-                 server_run(), 0, '0'}
+  local reply = {read_time(keys[2], pending_time), server_run(), 0, '0'}
   -- found: rows, and for a scan of contents their multiplicities (an index set has none)
   local found, multiplicities, done = {}, {}, false
   while budget > 0 and not done do
@@ -426,7 +431,7 @@ end
 -- Replies {time, multiplicity, ...}.
 local function cm_counts(keys, args)
   local retracted, pending_time = pending_delete(keys[3], args[1])
-  local reply = {pending_time and integer(pending_time) or redis.call('GET', keys[2]) or '0'}
+  local reply = {read_time(keys[2], pending_time)}
   for i = 2, #args do
     local row = args[i]
     local multiplicity = '0'

@@ -7,34 +7,32 @@ Reads never write, and every one answers from Redis alone.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import cast
 
 import redis
 
-from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.filters import Filter, validate
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.core.stepped_read import Change
+from collection_manager.storage.client import as_text
 from collection_manager.storage.keys import (
-    CATALOG,
-    LOG_DIFFS_FIELD,
-    LOG_ROWS_FIELD,
     CollectionKeys,
 )
 from collection_manager.storage.library import READ, call
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
-from collection_manager.storage.step_reads import ReadPart, read_part, visible_time
+from collection_manager.storage.step_reads import (
+    LogEntries,
+    log_changes,
+    one_part,
+    read_part,
+    visible_time,
+)
 
 # What XRANGE answers on a client that does not decode responses.
 _StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
-
-
-def as_text(value: bytes | str) -> str:
-    """A Redis reply as text (the store's client does not decode replies)."""
-    return value.decode() if isinstance(value, bytes) else value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,13 +43,8 @@ class Snapshot:
     as_of: int
 
 
-@dataclasses.dataclass(frozen=True)
-class LogEntry:
-    """One change of the change log."""
-
-    time: int
-    row: Row
-    diff: int
+# One change of the change log: its time, row and diff.
+LogEntry = Change[Row]
 
 
 class StoreReads:
@@ -110,17 +103,9 @@ class StoreReads:
             SteppedReadError: when no consistent read could be made (see ``read_part``).
         """
         spec = self.spec(collection)
-        index_keys = None
-        if where is not None:
-            validate(where, spec)
-            index_keys, _ = filter_query(where, spec)
-        part = ReadPart(where, None if index_keys is None else tuple(index_keys))
+        part = one_part(spec, where)
         as_of = visible_time(self._client, collection)
         rows, _ = read_part(self._client, spec, part, as_of, limit)
-        if not self._client.hexists(CATALOG, collection):
-            raise UnknownCollectionError(
-                f"collection {collection!r} was dropped while it was read", collection=collection
-            )
         return Snapshot(rows, as_of)
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
@@ -133,15 +118,10 @@ class StoreReads:
         keys = CollectionKeys(collection)
         readable = int(self._client.get(keys.time) or 0)
         entries = cast(
-            _StreamEntries,
+            LogEntries,
             self._client.xrange(keys.log, min=f"{since}-0", max=str(readable), count=limit),
         )
-        rows, diffs = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
-        changes = [
-            LogEntry(int(entry_id.split(b"-")[0]), tuple(row), diff)
-            for entry_id, fields in entries
-            for row, diff in zip(json.loads(fields[rows]), json.loads(fields[diffs]), strict=True)
-        ]
+        changes = list(log_changes(entries))
         return changes if limit is None else changes[:limit]
 
     def size(self, collection: str) -> tuple[int, int]:

@@ -17,11 +17,12 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import cast
 
 import redis
 
-from collection_manager.core.filters import Filter, compile_filter
+from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.filters import Filter, compile_filter, validate
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.core.stepped_read import (
     Change,
@@ -30,7 +31,13 @@ from collection_manager.core.stepped_read import (
     SteppedReadError,
     read_at,
 )
-from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD, CollectionKeys
+from collection_manager.storage.client import as_text
+from collection_manager.storage.keys import (
+    CATALOG,
+    LOG_DIFFS_FIELD,
+    LOG_ROWS_FIELD,
+    CollectionKeys,
+)
 from collection_manager.storage.library import COUNTS, SCAN, call
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
@@ -65,19 +72,45 @@ class ReadPart:
     slot: int = 0
 
 
+def one_part(spec: CollectionSpec, where: Filter | None) -> ReadPart:
+    """The whole of a read of ``spec`` matching ``where``: the index sets that answer it,
+    or a scan.
+
+    Raises:
+        FilterError: when ``where`` does not fit the collection's columns.
+    """
+    if where is None:
+        return ReadPart()
+    validate(where, spec)
+    index_keys, _ = filter_query(where, spec)
+    return ReadPart(where, None if index_keys is None else tuple(index_keys))
+
+
 def split(spec: CollectionSpec, where: Filter | None, parts: int) -> list[ReadPart]:
     """The parts of a read of ``spec`` matching ``where``: one per index set when the index
     answers it with the sets of one column (disjoint: a row holds one value there), else
     ``parts`` shares of a scan (or of the sets of several columns, which may overlap)."""
-    index_keys: list[str] | None = None
-    if where is not None:
-        index_keys, _ = filter_query(where, spec)
-    if index_keys is not None:
-        columns = {key.split(":", 1)[0] for key in index_keys}
-        if len(columns) == 1 and len(index_keys) > 1:
-            return [ReadPart(where, (key,)) for key in index_keys]
-        return [ReadPart(where, tuple(index_keys))]
+    whole = one_part(spec, where)
+    if whole.index_keys is not None:
+        columns = {key.split(":", 1)[0] for key in whole.index_keys}
+        if len(columns) == 1 and len(whole.index_keys) > 1:
+            return [ReadPart(where, (key,)) for key in whole.index_keys]
+        return [whole]
     return [ReadPart(where, None, parts, slot) for slot in range(parts)]
+
+
+# What XRANGE answers on a client that does not decode replies.
+LogEntries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def log_changes(entries: LogEntries) -> Iterator[Change[Row]]:
+    """The changes of change-log entries (each holds one time's rows and diffs, as JSON)."""
+    rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
+    for entry_id, fields in entries:
+        at = int(entry_id.split(b"-")[0])
+        rows, diffs = json.loads(fields[rows_field]), json.loads(fields[diffs_field])
+        for row, diff in zip(rows, diffs, strict=True):
+            yield Change(at, tuple(row), int(diff))
 
 
 class ChangeLog:
@@ -90,19 +123,14 @@ class ChangeLog:
     def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
         """The changes at times in ``(after, through]``, oldest first."""
         start = f"{after + 1}-0"
-        rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
         while True:
             entries = cast(
-                list[tuple[bytes, dict[bytes, bytes]]],
+                LogEntries,
                 self._client.xrange(
                     self._key, min=start, max=str(through), count=LOG_ENTRIES_PER_CALL
                 ),
             )
-            for entry_id, fields in entries:
-                at = int(entry_id.split(b"-")[0])
-                rows = _log_rows(fields[rows_field])
-                for row, diff in zip(rows, _ints(fields[diffs_field]), strict=True):
-                    yield Change(at, row, diff)
+            yield from log_changes(entries)
             if len(entries) < LOG_ENTRIES_PER_CALL:
                 return
             start = "(" + entries[-1][0].decode()
@@ -121,8 +149,8 @@ class ChangeLog:
         if int(info["entries-added"]) == int(info["length"]):
             return 0
         if not info["first-entry"]:
-            return int(_text(info["last-generated-id"]).split("-")[0])
-        first_time, first_seq = map(int, _text(info["first-entry"][0]).split("-"))
+            return int(as_text(info["last-generated-id"]).split("-")[0])
+        first_time, first_seq = map(int, as_text(info["first-entry"][0]).split("-"))
         # Entries before the first left went; at its own time, only when it is not the
         # time's first entry.
         return first_time if first_seq > 0 else first_time - 1
@@ -166,8 +194,8 @@ class RedisStepReads:
         following = int(reply[2])
         return ScanStep(
             time=int(reply[0]),
-            server=_text(reply[1]),
-            cursor=None if following == 0 else (following, _text(reply[3])),
+            server=as_text(reply[1]),
+            cursor=None if following == 0 else (following, as_text(reply[3])),
             rows=dict(zip(rows, map(int, reply[5::2]), strict=True)),
         )
 
@@ -180,7 +208,7 @@ class RedisStepReads:
         return int(reply[0]), [int(count) for count in reply[1:]]
 
     def readable(self) -> int:
-        return int(self._client.get(self._keys.time) or 0)
+        return readable_time(self._client, self._spec.name)
 
     def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
         return self._log.changes(after, through)
@@ -223,6 +251,11 @@ class RedisStepReads:
             pause = min(2 * pause, 0.5)
 
 
+def readable_time(client: redis.Redis, collection: str) -> int:
+    """The latest readable time: the change log is whole up to it."""
+    return int(client.get(CollectionKeys(collection).time) or 0)
+
+
 def visible_time(client: redis.Redis, collection: str) -> int:
     """The time readers see now: the latest readable one, or while a delete is in progress,
     its time (it is whole to readers). ``cm_counts`` of no rows answers just that."""
@@ -246,6 +279,7 @@ def read_part(
 
     Raises:
         SteppedReadError: when no consistent read could be made (see ``read_at``).
+        UnknownCollectionError: when the collection was dropped while it was read.
     """
     for attempt in range(1, ATTEMPTS + 1):
         reads = RedisStepReads(client, spec, part)
@@ -253,7 +287,13 @@ def read_part(
             # A read builds a tuple per row: the cyclic collector would walk them all again
             # and again as they pile up (none can be in a cycle).
             with cycle_collection_paused():
-                return read_at(reads, as_of, reads.wait_readable, limit), reads.rows_read
+                rows = read_at(reads, as_of, reads.wait_readable, limit)
+            if not client.hexists(CATALOG, spec.name):  # a drop meanwhile: no snapshot
+                raise UnknownCollectionError(
+                    f"collection {spec.name!r} was dropped while it was read",
+                    collection=spec.name,
+                )
+            return rows, reads.rows_read
         except ServerChanged as exc:
             if attempt == ATTEMPTS:
                 raise SteppedReadError(
@@ -261,15 +301,3 @@ def read_part(
                     collection=spec.name,
                 ) from None
     raise AssertionError("unreachable")
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _log_rows(raw: bytes) -> list[Row]:
-    return [tuple(row) for row in json.loads(raw)]
-
-
-def _ints(raw: bytes) -> list[int]:
-    return [int(diff) for diff in json.loads(raw)]
