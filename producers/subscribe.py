@@ -24,9 +24,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from confluent_kafka import KafkaError
+
 from collection_manager.core.requests import Append
 from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
-from collection_manager.kafka.producer import KafkaProducer
+from collection_manager.kafka.producer import PURGE_CODES, KafkaProducer
 from producers.batching import PublishedState, append_batches, with_replica
 from producers.simulated import Row, Update, apply_updates
 from schemas.codec import encode_request
@@ -115,6 +117,7 @@ class Subscribe:
         self._ttl_ms = ttl_ms
         self._monotonic = monotonic
         self._idle_since: float | None = None  # when it last handed work to the producer
+        self._undelivered: str | None = None  # why a request failed for good, if one did
         self._rows: Counter[Row] = Counter()  # what it published, for refreshes
         self._settled = threading.Event()
         self.steps = 0
@@ -154,6 +157,7 @@ class Subscribe:
                 self.steps += 1
             if not self.token.cancelled:
                 self.producer.flush()  # every step is out: the state is final
+                self._check_delivered()
                 self._settled.set()
                 self._idle_since = self._monotonic()
             while self._ttl_ms is not None and not self.token.wait(interval_s):
@@ -176,6 +180,7 @@ class Subscribe:
 
     def _publish(self, updates: Mapping[str, Sequence[Update]]) -> None:
         settings = self._publishing
+        self._check_delivered()
         tagged: Iterable[Update] = with_replica(
             settings.replica_id, updates.get(self._source_collection, ())
         )
@@ -221,11 +226,27 @@ class Subscribe:
         apply_updates(self._rows, changes)
         return changes + [(row, 0) for row in self._rows if row not in named]
 
-    def _recorder(self, append: Append) -> Callable[[object, object], None]:
-        def delivered(err: object, _msg: object) -> None:
+    def _recorder(self, append: Append) -> Callable[[KafkaError | None, object], None]:
+        def delivered(err: KafkaError | None, _msg: object) -> None:
+            # Only the producer's polling thread runs this: no lock needed.
             if err is None:
                 self._published.add(append)
-                # Only the producer's polling thread runs this: no lock needed.
                 self.updates_delivered += sum(1 for _, diff in append.updates if diff)
+            elif err.code() not in PURGE_CODES and self._undelivered is None:
+                self._undelivered = (
+                    f"the broker never acknowledged a request of {self.collection} "
+                    f"({err.name()}: {err.str()}); the requests after it would apply to "
+                    "rows that lack it, so this incarnation stops (its lease ends it; a new "
+                    "one starts from a snapshot)"
+                )
 
         return delivered
+
+    def _check_delivered(self) -> None:
+        """Stops the incarnation once a request failed for good (librdkafka retries until
+        ``message.timeout.ms``; with idempotence, a leader change or a broker restart
+        within it loses nothing and duplicates nothing)."""
+        if self._undelivered is not None:
+            logger.warning("%s", self._undelivered)
+            self._on_failure(self._undelivered)
+            raise Cancelled(self._undelivered)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
+from collection_manager.config.errors import ConfigError
 from collection_manager.kafka import security
 from collection_manager.kafka.topics import admin_client
 from collection_manager.storage.client import redis_client
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FETCH_MAX_WAIT_MS = 10  # the executors' Kafka consumers (see kafka_stream)
+KAFKA_API_TIMEOUT_MS = 10_000  # the source's Kafka clients (see kafka_stream)
+KAFKA_REQUEST_TIMEOUT_MS = 8_000
 
 
 def kafka_stream(
@@ -61,6 +64,12 @@ def kafka_stream(
         # broker answers only when new records arrive or the wait ends). 10 ms halved
         # addBatch (bench/notes.md); the consumers fetch only while a task runs.
         .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
+        # The driver's offset reader waited out the default 60 s when the leader of a
+        # partition died: its admin client kept asking the dead broker and gave up only at
+        # this timeout (a new one, on Spark's retry, found the new leader at once). A
+        # request's own timeout must not be longer.
+        .option("kafka.default.api.timeout.ms", str(KAFKA_API_TIMEOUT_MS))
+        .option("kafka.request.timeout.ms", str(KAFKA_REQUEST_TIMEOUT_MS))
     )
     if config.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", config.max_offsets_per_trigger)
@@ -89,10 +98,17 @@ def start_consumer(
 
     Raises:
         ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
+        ConfigError: when the replica acknowledgements asked for are out of bounds.
         ProgressMismatchError: when Redis's progress is of another Kafka cluster.
     """
     if config.checkpoint_dir is None:
         raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
+    if config.redis_replica_acks < 0 or config.redis_replica_ack_timeout_ms < 1:
+        raise ConfigError(
+            "CM_REDIS_REPLICA_ACKS must be at least 0 and CM_REDIS_REPLICA_ACK_TIMEOUT_MS at "
+            f"least 1 (got {config.redis_replica_acks} and "
+            f"{config.redis_replica_ack_timeout_ms})"
+        )
     # Read once here, shipped to the executors: the dead-letter producer must accept
     # anything the request topic holds.
     max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
@@ -116,7 +132,14 @@ def start_consumer(
         spark, config, bootstrap, plan.starting_offsets, security.spark_options(infra)
     )
     applied = stream.mapInPandas(PartitionApplier(settings), schema=SUMMARY_SCHEMA)
-    driver = DriverProgress(redis_url, admin, config.topic, plan)
+    driver = DriverProgress(
+        redis_url,
+        admin,
+        config.topic,
+        plan,
+        config.redis_replica_acks,
+        config.redis_replica_ack_timeout_ms,
+    )
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:
         began = time.monotonic()

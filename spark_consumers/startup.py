@@ -36,6 +36,7 @@ from collection_manager.storage.progress import (
     guarded_client,
     run_id,
 )
+from collection_manager.storage.replication import replicated
 from spark_consumers.checkpoint import SparkCheckpoint
 from spark_consumers.errors import ConsumerError, ProgressMismatchError
 from spark_consumers.positions import (
@@ -139,8 +140,18 @@ def _count(client: redis.Redis, topic: str, field: str, reason: str) -> None:
 class DriverProgress:
     """The driver's side of a running query: guard each batch, then record its progress."""
 
-    def __init__(self, redis_url: str, admin: AdminClient, topic: str, plan: StartPlan) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        admin: AdminClient,
+        topic: str,
+        plan: StartPlan,
+        replica_acks: int = 0,
+        replica_ack_timeout_ms: int = 10_000,
+    ) -> None:
         self._client = guarded_client(redis_url, plan.redis_run_id, socket_connect_timeout=5)
+        self._replica_acks = replica_acks
+        self._replica_ack_timeout_ms = replica_ack_timeout_ms
         self._record = ProgressRecord(self._client, topic)
         self._admin = admin
         self._plan = plan
@@ -162,7 +173,13 @@ class DriverProgress:
             )
 
     def advance(self, summaries: Iterable[Any]) -> None:
-        """Records, per partition, the last offset the batch's appliers handled."""
+        """Records, per partition, the last offset the batch's appliers handled, once the
+        replicas required hold the batch's writes.
+
+        Raises:
+            ReplicasBehindError: they did not confirm in time; nothing was recorded.
+        """
+        replicated(self._client, self._replica_acks, self._replica_ack_timeout_ms)
         last: dict[int, int] = {}
         for row in summaries:
             partition, offset = int(row["partition"]), int(row["last_offset"])

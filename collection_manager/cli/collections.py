@@ -41,6 +41,7 @@ from collection_manager.core.errors import SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row, Value
+from collection_manager.storage.client import patiently
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
@@ -60,6 +61,14 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: seconds, more than 0."""
+    value = float(text)
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
     return value
 
 
@@ -87,6 +96,14 @@ def register(commands: Any) -> None:
         type=positive_int,
         help="at most this many rows, the first the read finds (not the smallest); it "
         "stops reading there (default: every row)",
+    )
+    query.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the read waits through a Redis restart or failover before it gives "
+        "up (default 30)",
     )
     add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)
@@ -212,11 +229,16 @@ def run_query(args: argparse.Namespace) -> int:
     check_collection_name(args.collection)  # the name and the terms' syntax: before connecting
     for term in args.where:
         split_term(term)
-    store = store_from_env()
-    spec = collection_spec(store, args.collection)
-    where = parse_where(args.where, spec)
-    snapshot = store.stepped_snapshot(spec.name, where, args.limit)
-    expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
+
+    def read() -> tuple[CollectionSpec, Filter | None, Snapshot, Any]:
+        store = store_from_env()
+        spec = collection_spec(store, args.collection)
+        where = parse_where(args.where, spec)
+        snapshot = store.stepped_snapshot(spec.name, where, args.limit)
+        expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
+        return spec, where, snapshot, expiries
+
+    spec, where, snapshot, expiries = patiently(read, args.timeout)
     table = query_table(spec, snapshot, where, expiries, args.limit)
     show(args.format, query_json(spec, snapshot, expiries), table, headers=not args.no_headers)
     return 0

@@ -210,6 +210,17 @@ class ConsumerConfig:
         4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
     )
     trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    redis_replica_acks: int = setting(
+        0,
+        "Replicas of every Redis primary that must hold a micro-batch's writes (Redis WAIT) "
+        "before its progress is recorded: 1 with a replica per primary, so a failover loses "
+        "nothing the consumer recorded as done; 0 for a Redis without replicas.",
+    )
+    redis_replica_ack_timeout_ms: int = setting(
+        10_000,
+        "How long a batch waits for those replicas; past it the consumer retries as in an "
+        "outage, recording no progress meanwhile.",
+    )
     commit_group: str = setting(
         "",
         "Kafka consumer group that the consumer commits its applied offsets to after each "

@@ -32,11 +32,12 @@ def _nothing(_service: Service) -> None:
     pass
 
 
-# Internal topics must fit one broker, or consumer groups and transactions hang.
+# Internal topics must fit one broker, or consumer groups and transactions hang
+# (``replicated_properties`` gives a cluster of brokers their replication instead).
 _SERVER_PROPERTIES = """\
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@{host}:{controller_port}
+node.id={node_id}
+controller.quorum.voters={voters}
 listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}{secured_listener}
 advertised.listeners=PLAINTEXT://{host}:{port}{secured_listener}
 controller.listener.names=CONTROLLER
@@ -122,12 +123,26 @@ def broker_jars(config: InfraConfig) -> Path:
     return dest
 
 
-def _configure(
-    home: Path, port: int, controller_port: int, secured: SecuredListener | None
+def configure(
+    home: Path,
+    port: int,
+    controller_port: int,
+    secured: SecuredListener | None = None,
+    node_id: int = 1,
+    voters: str = "",
+    replication: str = "",
 ) -> Path:
+    """Writes the broker's ``server.properties`` and logging configuration into ``home``.
+
+    Args:
+        voters: the controller quorum (``id@host:port,...``); by default this broker alone.
+        replication: properties that override the single broker's replication settings.
+    """
     data_dir = home / "data"
     props = home / "server.properties"
     text = _SERVER_PROPERTIES.format(
+        node_id=node_id,
+        voters=voters or f"{node_id}@{LOOPBACK}:{controller_port}",
         host=LOOPBACK,
         port=port,
         controller_port=controller_port,
@@ -137,7 +152,7 @@ def _configure(
     )
     if secured:
         text += _SECURED_PROPERTIES.format(keystore=secured.keystore, truststore=secured.truststore)
-    props.write_text(text)
+    props.write_text(text + replication)
     (home / "log4j2.properties").write_text(_LOG4J2)
     return props
 
@@ -152,14 +167,17 @@ def random_cluster_id() -> str:
             return text
 
 
-def _format_storage(
+def format_storage(
     java: str,
     java_options: list[str],
     classpath: str,
     props: Path,
     home: Path,
-    secured: SecuredListener | None,
+    secured: SecuredListener | None = None,
+    cluster_id: str = "",
 ) -> None:
+    """Formats the broker's log directory once (a cluster's brokers share ``cluster_id``;
+    by default a new one)."""
     data = home / "data"
     if (data / "meta.properties").exists():
         return
@@ -175,7 +193,7 @@ def _format_storage(
         "kafka.tools.StorageTool",
         "format",
         "-t",
-        random_cluster_id(),
+        cluster_id or random_cluster_id(),
         "-c",
         str(props),
         *(
@@ -205,6 +223,22 @@ def _format_storage(
         raise InfrastructureError(f"formatting Kafka storage failed:\n{out}{err}")
 
 
+def broker_command(
+    java: str, heap: str, java_options: list[str], classpath: str, props: Path
+) -> list[str]:
+    """The command line of a broker configured by ``props`` (``configure``)."""
+    return [
+        java,
+        f"-Xmx{heap}",
+        *java_options,
+        "-cp",
+        classpath,
+        f"-Dlog4j2.configurationFile={props.parent / 'log4j2.properties'}",
+        "kafka.Kafka",
+        str(props),
+    ]
+
+
 def start_kafka(
     config: InfraConfig,
     record: Callable[[Service], None] = _nothing,
@@ -221,20 +255,11 @@ def start_kafka(
     home.mkdir(parents=True, exist_ok=True)
     port = choose_port(config.kafka_port, home / "port", "Kafka")
     controller_port = choose_port(0, home / "controller-port", "the Kafka controller")
-    props = _configure(home, port, controller_port, secured)
+    props = configure(home, port, controller_port, secured)
     java_options = config.kafka_java_options.split()
-    _format_storage(java, java_options, classpath, props, home, secured)
+    format_storage(java, java_options, classpath, props, home, secured)
     log_path = home / "kafka.log"
-    cmd = [
-        java,
-        f"-Xmx{config.kafka_heap}",
-        *java_options,
-        "-cp",
-        classpath,
-        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
-        "kafka.Kafka",
-        str(props),
-    ]
+    cmd = broker_command(java, config.kafka_heap, java_options, classpath, props)
     address = f"{LOOPBACK}:{port}"
 
     def service(pid: int) -> Service:

@@ -8,9 +8,13 @@ between them while clients run (keys migrate, clients follow MOVED and ASK).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.processes import (
     LOOPBACK,
     free_port,
+    pid_alive,
     start_process,
     stop_pid,
     wait_until_ready,
@@ -35,6 +40,7 @@ class RedisNode:
     pid: int
     port: int
     log: Path
+    command: tuple[str, ...] = ()
 
     @property
     def address(self) -> str:
@@ -106,8 +112,7 @@ class LocalRedisCluster:
         """Each master's slot ranges, from ``CLUSTER NODES`` (``low-high`` or one slot)."""
         by_port = {node.port: node for node in self.nodes}
         ranges: dict[RedisNode, list[tuple[int, int]]] = {}
-        for line in _cli("-p", str(self.nodes[0].port), "cluster", "nodes").splitlines():
-            fields = line.split()
+        for fields in self._node_lines():
             port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
             for part in fields[8:]:
                 if part[0].isdigit():  # not "[slot-<-importing]" while one migrates
@@ -115,27 +120,93 @@ class LocalRedisCluster:
                     ranges.setdefault(by_port[port], []).append((int(low), int(high or low)))
         return ranges
 
+    # Replicas and failover: a primary killed, its replica promoted by the cluster.
+
+    def primaries(self) -> list[RedisNode]:
+        """The live nodes that are primaries now."""
+        return [node for node, role in self._roles().items() if role[0] == "master"]
+
+    def replicas_of(self, primary: RedisNode) -> list[RedisNode]:
+        """The live replicas of ``primary`` whose link to it is up."""
+        primary_id = self.node_id(primary)
+        return [
+            node
+            for node, (role, of) in self._roles().items()
+            if role == "slave"
+            and of == primary_id
+            and _node_command(node, "INFO", "replication").get("master_link_status") == "up"
+        ]
+
+    def kill(self, node: RedisNode) -> None:
+        """SIGKILLs ``node``: whatever it had not sent its replicas yet is lost."""
+        os.kill(node.pid, signal.SIGKILL)
+        stop_pid(node.pid)  # reaps it
+
+    def restart(self, node: RedisNode, timeout_s: float = 60.0) -> RedisNode:
+        """Starts a killed ``node`` again on its port and directory (its ``nodes.conf``
+        makes it rejoin; a former primary comes back as a replica); returns its record."""
+        again = _run_node(list(node.command), node.port, node.log, timeout_s)
+        self.nodes[self.nodes.index(node)] = again
+        return again
+
+    def wait_promoted(self, lost: RedisNode, slot: int, timeout_s: float = 60.0) -> RedisNode:
+        """Waits until another node than ``lost`` serves ``slot`` and the live nodes agree
+        the cluster is ok; returns the promoted node."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            live = [n for n in self.nodes if n != lost and pid_alive(n.pid)]
+            with contextlib.suppress(InfrastructureError, StopIteration):
+                owner = self.slot_owner(slot)
+                if owner != lost and all(_cluster_ok(n) for n in live):
+                    return owner
+            time.sleep(0.1)
+        raise InfrastructureError(f"no replica took over from {lost.address} in {timeout_s} s")
+
+    def _roles(self) -> dict[RedisNode, tuple[str, str]]:
+        """Each live node's role (``master`` or ``slave``) and, of a replica, its primary's
+        id, as a live node's ``CLUSTER NODES`` says."""
+        by_port = {node.port: node for node in self.nodes}
+        roles: dict[RedisNode, tuple[str, str]] = {}
+        for fields in self._node_lines():
+            node = by_port[int(fields[1].split("@")[0].rsplit(":", 1)[1])]
+            flags = fields[2].split(",")
+            if "fail" not in flags and "fail?" not in flags and pid_alive(node.pid):
+                roles[node] = ("master" if "master" in flags else "slave", fields[3])
+        return roles
+
+    def _node_lines(self) -> list[list[str]]:
+        """``CLUSTER NODES`` of the first live node, split into fields."""
+        for node in self.nodes:
+            if pid_alive(node.pid):
+                with contextlib.suppress(InfrastructureError):
+                    text = _cli("-p", str(node.port), "cluster", "nodes")
+                    return [line.split() for line in text.splitlines()]
+        raise InfrastructureError("no node of the cluster answers")
+
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
 
 
-def start_cluster(state_dir: Path, masters: int = 3, timeout_s: float = 60.0) -> LocalRedisCluster:
-    """``masters`` nodes (no replicas) sharing the slots evenly; stopped again on failure."""
+def start_cluster(
+    state_dir: Path, masters: int = 3, timeout_s: float = 60.0, replicas: int = 0
+) -> LocalRedisCluster:
+    """``masters`` nodes sharing the slots evenly, each with ``replicas`` replicas; stopped
+    again on failure."""
     cluster = LocalRedisCluster([])
     try:
-        for index in range(masters):
+        for index in range(masters * (1 + replicas)):
             cluster.nodes.append(_start_node(state_dir / f"node-{index}", timeout_s))
         _cli(
             "--cluster", "create", *(n.address for n in cluster.nodes),
-            "--cluster-replicas", "0", "--cluster-yes",
+            "--cluster-replicas", str(replicas), "--cluster-yes",
             timeout_s=timeout_s,
         )  # fmt: skip
         wait_until_ready(
             "redis cluster",
             cluster.nodes[0].pid,
             cluster.nodes[0].log,
-            lambda: all(_cluster_ok(n) for n in cluster.nodes),
+            lambda: _replicas_synced(cluster, masters),
             timeout_s,
             stop_on_timeout=False,
         )
@@ -143,6 +214,22 @@ def start_cluster(state_dir: Path, masters: int = 3, timeout_s: float = 60.0) ->
         cluster.stop()
         raise
     return cluster
+
+
+def _replicas_synced(cluster: LocalRedisCluster, masters: int) -> bool:
+    """Whether every node says the cluster is ok, they agree on ``masters`` primaries, and
+    every replica has finished its first sync with its primary."""
+    if not all(_cluster_ok(n) for n in cluster.nodes):
+        return False
+    roles = cluster._roles()
+    if sum(role == "master" for role, _ in roles.values()) != masters:
+        return False
+    for node, (role, _) in roles.items():
+        if role == "slave":
+            info = _node_command(node, "INFO", "replication")
+            if info.get("master_link_status") != "up":
+                return False
+    return True
 
 
 def _start_node(home: Path, timeout_s: float) -> RedisNode:
@@ -156,12 +243,19 @@ def _start_node(home: Path, timeout_s: float) -> RedisNode:
         "--cluster-enabled", "yes", "--cluster-port", str(free_port()),
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", "5000",
+        # A replica takes over however long it was cut off: the consumer's replication
+        # barrier (storage/replication.py), not the replica's age, bounds what is lost.
+        "--cluster-replica-validity-factor", "0",
         "--appendonly", "yes", "--save", "", "--daemonize", "no",
     ]  # fmt: skip
-    pid = start_process(cmd, log, cwd=home)
+    return _run_node(cmd, port, log, timeout_s)
+
+
+def _run_node(cmd: list[str], port: int, log: Path, timeout_s: float) -> RedisNode:
+    pid = start_process(cmd, log, cwd=log.parent)
     url = f"redis://{LOOPBACK}:{port}/0"
     wait_until_ready("redis-server", pid, log, lambda: redis_answers(url), timeout_s)
-    return RedisNode(pid, port, log)
+    return RedisNode(pid, port, log, tuple(cmd))
 
 
 def _node_command(node: RedisNode, *command: Any) -> Any:

@@ -34,7 +34,8 @@ ENFORCED: Mapping[str, str] = MappingProxyType(
     {"enable.idempotence": "true", "acks": "all", "partitioner": "murmur2_random"}
 )
 _SECRET_WORDS = ("password", "secret", "token", "key")
-_PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+# Delivery reports of messages dropped on purpose (``purge``), not failed.
+PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,7 @@ class _Outcomes:
             if err is None:
                 self.delivered += 1
                 return
-            if err.code() in _PURGE_CODES:
+            if err.code() in PURGE_CODES:
                 self.purged += 1
                 return
             self.failures[err.name()] += 1

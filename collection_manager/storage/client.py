@@ -6,15 +6,22 @@ discovers the other nodes and follows MOVED and ASK redirections while slots mov
 command the product sends keeps to one hash slot (``keys.py``), so both clients serve it
 alike; what differs is only what concerns every node: the function library
 (``library.py``) and the run ids a consumer checks (``progress.py``).
+
+A cluster's URL may name several nodes, ``redis://host1:port1,host2:port2/0``: a client
+starts from the first that answers, so one node down (a primary mid-failover) stops no
+client from starting.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.parse
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import redis
-from redis.exceptions import RedisClusterException
+from redis.cluster import ClusterNode
+from redis.exceptions import BusyLoadingError, ClusterDownError, RedisClusterException
 
 from collection_manager.config import redact_url
 from collection_manager.config.errors import ConfigError
@@ -47,16 +54,64 @@ def redis_client(url: str, **kwargs: Any) -> redis.Redis:
             f"{redact_url(url)} is not a Redis URL (CM_REDIS_URL): it must start with "
             f"{', '.join(s + '://' for s in REDIS_SCHEMES)}"
         )
+    nodes = node_urls(url)
+    if len(nodes) == 1:
+        single = _single(url, kwargs)
+        if not is_cluster_node(single):
+            return single
+        single.close()
+        # The cluster client offers the same commands for keys of one slot; typed as the
+        # single client so that callers need not care which one they hold.
+        return cast(redis.Redis, redis.RedisCluster.from_url(url, **kwargs))
+    return _cluster_of_any(url, nodes, kwargs)
+
+
+def node_urls(url: str) -> list[str]:
+    """The URL of each node that ``url`` names (``redis://a:1,b:2/0``: two)."""
+    parts = urllib.parse.urlsplit(url)
+    user, at, hosts = parts.netloc.rpartition("@")
+    return [
+        urllib.parse.urlunsplit(parts._replace(netloc=f"{user}{at}{host}"))
+        for host in hosts.split(",")
+    ]
+
+
+def _single(url: str, kwargs: dict[str, Any]) -> redis.Redis:
     try:
-        single = redis.Redis.from_url(url, **kwargs)
+        return redis.Redis.from_url(url, **kwargs)
     except ValueError as exc:  # a port that is no number, ...
         raise _invalid(url, exc) from None
-    if not is_cluster_node(single):
-        return single
-    single.close()
-    # The cluster client offers the same commands for keys of one slot; typed as the
-    # single client so that callers need not care which one they hold.
-    return cast(redis.Redis, redis.RedisCluster.from_url(url, **kwargs))
+
+
+def _cluster_of_any(url: str, nodes: list[str], kwargs: dict[str, Any]) -> redis.Redis:
+    """The cluster client, started from the first of ``nodes`` that answers."""
+    failed: Exception | None = None
+    for node in nodes:
+        single = _single(node, kwargs)
+        try:
+            cluster = is_cluster_node(single)
+        except REDIS_FAULTS as exc:
+            failed = exc
+            continue
+        finally:
+            single.close()
+        if not cluster:
+            raise ConfigError(
+                f"{redact_url(url)} names several hosts, which must be nodes of one Redis "
+                f"Cluster (CM_REDIS_URL), but {redact_url(node)} is a single Redis"
+            )
+        others = [_cluster_node(other) for other in nodes if other != node]
+        return cast(redis.Redis, redis.RedisCluster.from_url(node, startup_nodes=others, **kwargs))
+    assert failed is not None
+    raise failed
+
+
+def _cluster_node(url: str) -> ClusterNode:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        return ClusterNode(parts.hostname or "localhost", parts.port or 6379)
+    except ValueError as exc:
+        raise _invalid(url, exc) from None
 
 
 def connected_client(url: str, **kwargs: Any) -> redis.Redis:
@@ -105,3 +160,47 @@ def on_every_primary(client: redis.Redis, *command: Any) -> list[Any]:
 # redis-py's cluster client raises RedisClusterException (not a RedisError) when it
 # reaches no node at all.
 REDIS_FAULTS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
+
+
+T = TypeVar("T")
+
+# What a restart or a failover looks like from a client while it lasts: the server is
+# gone or still loading, or no live node serves a slot yet. A refused password is not one.
+PASSING_FAULTS: tuple[type[Exception], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    BusyLoadingError,
+    ClusterDownError,
+    RedisClusterException,
+)
+
+
+def patiently(call: Callable[[], T], timeout_s: float, first_pause_s: float = 0.1) -> T:
+    """``call()``, called again through faults that pass (``PASSING_FAULTS``, also as the
+    cause of a failed connect) until ``timeout_s`` has passed; then the last fault.
+
+    For reads: one that meets a Redis failover answers once a replica took over.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = first_pause_s
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if not _passes(exc) or left <= 0:
+                raise
+        time.sleep(min(pause, left))  # the last try comes at the deadline
+        pause = min(pause * 2, 1.0)
+
+
+def _passes(exc: BaseException) -> bool:
+    if isinstance(exc, redis.AuthenticationError):
+        return False
+    if isinstance(exc, PASSING_FAULTS):
+        return True
+    return (
+        isinstance(exc, InfrastructureError)
+        and exc.__cause__ is not None
+        and _passes(exc.__cause__)
+    )

@@ -46,11 +46,18 @@ class PipelineRun:
 
 @contextmanager
 def pipeline_under_load(
-    kafka: str, redis_url: str, topic: str, unique: str, specs: list[CollectionSpec], tmp_path: Path
+    kafka: str,
+    redis_url: str,
+    topic: str,
+    unique: str,
+    specs: list[CollectionSpec],
+    tmp_path: Path,
+    consumer_settings: dict[str, str] | None = None,
 ) -> Iterator[PipelineRun]:
-    """Starts the consumer, the producers and the fleet; stops them all on the way out."""
+    """Starts the consumer (with ``consumer_settings`` added to its environment), the
+    producers and the fleet; stops them all on the way out."""
     log = tmp_path / "consumer.log"
-    env = consumer_env(kafka, redis_url, topic, tmp_path)
+    env = consumer_env(kafka, redis_url, topic, tmp_path) | (consumer_settings or {})
     env["CM_REPLICA_NAMESPACE"] = replica_config(unique).replica_namespace
     consumer = start_consumer(env, log)
     stop = threading.Event()

@@ -87,11 +87,18 @@ class Broker:
     Args:
         hold: keep messages queued on poll (only flush delivers), as a slow broker would.
         on_produce: called with the number of messages produced so far.
+        fails: the messages (by their count, from 1) whose delivery times out.
     """
 
-    def __init__(self, hold: bool = False, on_produce: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        hold: bool = False,
+        on_produce: Callable[[int], None] | None = None,
+        fails: frozenset[int] = frozenset(),
+    ) -> None:
         self.hold = hold
         self.on_produce = on_produce
+        self.fails = fails
         self.delivered: list[_Message] = []
         self.produced = 0
         self.lock = threading.RLock()
@@ -113,10 +120,12 @@ class _FakeProducer:
         return len(self.queue)
 
     def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any, headers: Any) -> None:
-        self.queue.append((_Message(topic, key, value), on_delivery))
         with self.broker.lock:
             self.broker.produced += 1
             count = self.broker.produced
+        if count in self.broker.fails:
+            on_delivery = _timing_out(on_delivery)
+        self.queue.append((_Message(topic, key, value), on_delivery))
         if self.broker.on_produce is not None:
             self.broker.on_produce(count)
 
@@ -139,6 +148,11 @@ class _FakeProducer:
                 self.broker.delivered.append(message)
             callback(None, message)
         return len(ready)
+
+
+def _timing_out(callback: Callable[..., None]) -> Callable[..., None]:
+    """``callback``, told that its message timed out, whatever the broker says."""
+    return lambda _err, message: callback(KafkaError(KafkaError._MSG_TIMED_OUT), message)
 
 
 class _Snapshot:
@@ -190,6 +204,30 @@ def test_a_subscribe_publishes_its_snapshot_and_records_what_was_acknowledged() 
     appends = broker.requests()
     assert [len(a.updates) for a in appends if isinstance(a, Append)] == [10, 10, 5]
     assert published.state() == {"big": Counter({("r1", i): 1 for i in range(25)})}
+
+
+def test_a_request_the_broker_never_acknowledged_stops_the_incarnation() -> None:
+    broker = Broker(fails=frozenset({2}))
+    published = PublishedState()
+    failures: list[str] = []
+    subscribe = Subscribe(
+        "big", _Snapshot(25), "big", _publishing(max_steps=5),
+        broker.producer(ProducerConfig("fake")), ShutdownToken("sub"), published,
+        failures.append,
+    )  # fmt: skip
+    subscribe.start()
+    subscribe.join(10)
+
+    assert not subscribe.alive and not subscribe.settled
+    assert len(failures) == 1
+    assert "never acknowledged a request of big (_MSG_TIMED_OUT" in failures[0]
+    assert "incarnation stops" in failures[0]
+    # The snapshot's 3 requests were handed over before the report came; no step followed,
+    # and what is recorded as published lacks the one that failed.
+    assert broker.produced == 3
+    assert published.state() == {
+        "big": Counter({("r1", i): 1 for i in (*range(10), *range(20, 25))})
+    }
 
 
 def _agent(broker: Broker, still: Callable[[str, int], bool] | None = None) -> ReplicaAgent:
