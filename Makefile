@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-processes test-images test-containers lint unit bench infra-up infra-down infra-status clean distclean
+.PHONY: setup demo test test-processes test-images test-slow test-containers lint unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -44,13 +44,19 @@ test: setup lint
 	@$(MAKE) --no-print-directory test-images
 
 # Every test on local processes but those marked `containers`, which test-images runs on
-# the images (with CM_TEST_CONTAINERS=off, which skips those, they run here instead).
+# the images (with CM_TEST_CONTAINERS=off, which skips those, they run here instead), and
+# those marked `slow` (test-slow).
 # Files go to the two xdist workers whole (--dist loadfile), so a module's fixtures start
 # once.
 XDIST := -n 2 --dist loadfile
-ON_PROCESSES := $(if $(filter off,$(CM_TEST_CONTAINERS)),,-m "not containers")
+ON_PROCESSES := -m "$(if $(filter off,$(CM_TEST_CONTAINERS)),,not containers and )not slow"
 test-processes: setup
 	$(BIN)/pytest $(XDIST) $(ON_PROCESSES)
+
+# The tests marked `slow` (minutes each, on services of their own: the rolling restart
+# of three brokers), left out of make test to keep it under 15 minutes.
+test-slow: setup
+	$(BIN)/pytest $(XDIST) -m slow
 
 # The tests marked `containers` with Kafka and Redis as testcontainers of the project's
 # images: the images run the pipeline, a fault and the agents.

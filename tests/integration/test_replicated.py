@@ -47,7 +47,7 @@ from collection_manager.storage.keys import CollectionKeys, watermark_field
 from collection_manager.storage.progress import ProgressRecord, progress_key
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
-from tests.integration.pipeline_run import pipeline_under_load
+from tests.integration.pipeline_run import PipelineRun, pipeline_under_load
 from tests.integration.workload import (
     assert_caught_up_with_the_model,
     create_specs,
@@ -270,10 +270,51 @@ def test_losing_a_broker_or_a_redis_primary_loses_nothing(
         recovery.wait("Redis primary SIGKILLed, its last writes lost", began)
         redis_nodes.restart(promoted)
 
-        run.stop_producing()
-        assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
-        assert_caught_up_with_the_model(
-            brokers.bootstrap, topic, specs + run.fleet.specs, store, run.consumer,
-            run.consumer_log, run.fleet.refreshed(),
-        )  # fmt: skip
+        _assert_nothing_lost_nothing_twice(run, store, brokers.bootstrap, topic, specs)
     recovery.close()
+
+
+@pytest.mark.slow
+def test_a_rolling_restart_of_every_broker_loses_nothing(
+    brokers: LocalKafkaCluster,
+    redis_nodes: LocalRedisCluster,
+    replicated_topic: str,
+    unique: str,
+    tmp_path: Path,
+) -> None:
+    """Each broker in turn stopped (SIGTERM: it hands its leaderships over) and started
+    again, under load, the next only once the topic is in sync on all three."""
+    topic = replicated_topic
+    url = "redis://" + ",".join(node.address for node in redis_nodes.nodes) + "/0"
+    store = RedisStore.connect(url)
+    specs = create_specs(store, unique)
+    recovery = Recovery(brokers.bootstrap, topic, url, specs[0])
+    with pipeline_under_load(
+        brokers.bootstrap, url, topic, unique, specs, tmp_path, REPLICATED_CONSUMER
+    ) as run:
+        recovery.wait("start", time.monotonic())
+        rolling = time.monotonic()
+        for node in brokers.nodes:
+            began = time.monotonic()
+            brokers.stop(node)
+            brokers.start(node)
+            brokers.wait_fully_replicated(topic)
+            recovery.wait(f"broker {node.node_id} restarted", began)
+        print(
+            f"\nrolling restart of {len(brokers.nodes)} brokers: {time.monotonic() - rolling:.1f} s"
+        )
+        _assert_nothing_lost_nothing_twice(run, store, brokers.bootstrap, topic, specs)
+    recovery.close()
+
+
+def _assert_nothing_lost_nothing_twice(
+    run: PipelineRun, store: RedisStore, bootstrap: str, topic: str, specs: list[CollectionSpec]
+) -> None:
+    """Once producing stops: Redis holds what every agent published and the model of every
+    request in the topic."""
+    run.stop_producing()
+    assert_eventually(lambda: run.fleet.assert_redis_holds_what_the_agents_report(store), 180)
+    assert_caught_up_with_the_model(
+        bootstrap, topic, specs + run.fleet.specs, store, run.consumer, run.consumer_log,
+        run.fleet.refreshed(),
+    )  # fmt: skip
