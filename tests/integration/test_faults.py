@@ -143,6 +143,7 @@ def test_redis_sigkilled_and_restarted_mid_run(
     assert "WARNING spark_consumers.supervision: outage: " in output
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_redis_paused_longer_than_the_lease_ttl(
     kafka: str, topic: str, own_redis: OwnService, unique: str, tmp_path: Path
 ) -> None:

@@ -181,6 +181,7 @@ def second(
             future.result(30)
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_two_namespaces_with_the_same_replica_ids_leave_each_other_alone(
     kafka: str,
     redis: redis_lib.Redis,

@@ -212,6 +212,7 @@ def _produce_for(kafka: str, topic: str, specs: list[CollectionSpec], seconds: f
     return len(in_kafka_order(kafka, topic))
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_progress_of_another_cluster_stops_consume_until_reset(
     kafka: str,
     topic: str,
