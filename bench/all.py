@@ -102,6 +102,14 @@ PLAN = (
     ),
     # A million rows loaded (about 15 s), then read through Spark SQL: about a minute.
     Bench("sql_read", ("--repeats", "3"), ("--rows", "20000", "--repeats", "1"), timeout_s=480),
+    # The plain loop, then Spark at two trigger intervals, 10 s of 10,000 updates/s each, in
+    # one Spark session: about 2 minutes.
+    Bench(
+        "batch_breakdown",
+        (),
+        (*QUICK_LOAD, "--rate=2000", "--triggers=500,100"),
+        timeout_s=600,
+    ),
     # bench.e2e (one fixed load, both paths) is left out: capacity offers the same load at
     # rising rates. Six points of 20 to 40 s each, in one Spark session.
     Bench(

@@ -32,6 +32,7 @@ from collection_manager.kafka.producer import DeliveryCallback, KafkaProducer
 from collection_manager.storage.client import on_every_primary, redis_client
 from collection_manager.storage.keys import CollectionKeys
 from spark_consumers.job import start_consumer
+from spark_consumers.metrics import BatchMetrics
 from spark_consumers.session import build_spark_session
 
 if TYPE_CHECKING:
@@ -208,9 +209,20 @@ def bench_session(master: str, name: str) -> SparkSession:
 
 @contextmanager
 def spark_consumer(
-    spark: SparkSession, endpoints: Endpoints, topic: str, trigger_ms: int
+    spark: SparkSession,
+    endpoints: Endpoints,
+    topic: str,
+    trigger_ms: int,
+    batch_done: Callable[[BatchMetrics, float], None] | None = None,
+    batch_phases: list[dict[str, int]] | None = None,
 ) -> Iterator[Phases]:
-    """The Spark consumer with a throwaway checkpoint."""
+    """The Spark consumer with a throwaway checkpoint.
+
+    Args:
+        batch_done: told of each batch's metrics (its steps) and its time on the driver.
+        batch_phases: gets, when it stops, Spark's phases (``durationMs``) of each batch
+            that read records.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
         config = ConsumerConfig(
             topic=topic,
@@ -224,10 +236,15 @@ def spark_consumer(
             endpoints.kafka_bootstrap,
             endpoints.redis_url,
             replica_namespace=from_env(ReplicaConfig).replica_namespace,
+            batch_done=batch_done,
         )
         try:
             yield lambda: spark_phases(query)
         finally:
+            if batch_phases is not None:
+                batch_phases += [
+                    dict(p.durationMs) for p in query.recentProgress if p.numInputRows > 0
+                ]
             query.stop()
 
 

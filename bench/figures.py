@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Callable
 
 from bench import targets
+from bench.breakdown_figures import batch_breakdown
 from bench.figure import Figure, Result
 from bench.reader_figures import reader_latency
 from bench.scale_figures import fleet_scale, row_scale, spark_scale
@@ -403,6 +404,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "row_scale": row_scale,
     "fleet_scale": fleet_scale,
     "spark_scale": spark_scale,
+    "batch_breakdown": batch_breakdown,
 }
 
 

@@ -36,6 +36,7 @@ from spark_consumers.dead_letters import (
 )
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 from spark_consumers.python_worker import cheapen_next_task
+from spark_consumers.steps import EXECUTOR_STEPS, StepTimer, step_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,6 +53,7 @@ SUMMARY_SCHEMA = ", ".join(
         "last_offset long",
         "oldest_timestamp_ms long",
         "dead_letter_kinds string",
+        *(f"{step_column(step)} long" for step in EXECUTOR_STEPS),
     ]
 )
 _DEAD_LETTERS = ""  # the summary row of a partition's dead letters and control requests
@@ -224,22 +226,27 @@ class PartitionApplier:
         partition's row for the driver's publish-to-visible latency.
         """
         topic, partition = records[0].topic, records[0].partition
-        decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
-        # One round trip for the replicas this chunk names, not one per request.
-        replicas = claimed_replicas(r for _, r in decoded.requests)
-        authority = _issued(self.settings).authority(replicas)
-        decoded = refuse_unissued(decoded, records, authority)
+        timer = StepTimer()
+        with timer.step("decode"):
+            decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
+        with timer.step("epochs"):
+            # One round trip for the replicas this chunk names, not one per request.
+            replicas = claimed_replicas(r for _, r in decoded.requests)
+            authority = _issued(self.settings).authority(replicas)
+            decoded = refuse_unissued(decoded, records, authority)
         # Before the apply, and never raising for a delivery: a dead letter is published
         # or recorded as unpublished, once, and the partition moves on either way.
         kinds: Counter[str] = Counter()
-        dead_letters = send_dead_letters(
-            _dead_letter_producer(self.settings),
-            _ledger(self.settings),
-            self.settings.dead_letter_topic,
-            decoded.dead_letters,
-            kinds,
-        )
-        counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
+        with timer.step("dead_letters"):
+            dead_letters = send_dead_letters(
+                _dead_letter_producer(self.settings),
+                _ledger(self.settings),
+                self.settings.dead_letter_topic,
+                decoded.dead_letters,
+                kinds,
+            )
+        with timer.step("apply"):
+            counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
         refusing = [name for name, c in counts.items() if c.get("refused")]
         if refusing:
             refused = send_refused(
@@ -256,7 +263,10 @@ class PartitionApplier:
         # them in the log time of the ticks among them (idempotent).
         seen_at = int(time.time() * 1000)
         issued = {replica: epochs.highest for replica, epochs in authority.issued.items()}
-        _replica_record(self.settings).record(topic, partition, decoded.requests, seen_at, issued)
+        with timer.step("sightings"):
+            _replica_record(self.settings).record(
+                topic, partition, decoded.requests, seen_at, issued
+            )
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))
@@ -270,6 +280,7 @@ class PartitionApplier:
                 control=control,
                 oldest_timestamp_ms=oldest_ms,
                 dead_letter_kinds=json.dumps(kinds),
+                step_micros=timer.micros,
             )
         )
         return rows
@@ -284,9 +295,11 @@ def _summary(
     control: int = 0,
     oldest_timestamp_ms: int = 0,
     dead_letter_kinds: str = "{}",
+    step_micros: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"partition": partition, "collection": collection}
     row.update({c: counts.get(c, 0) for c in APPLY_COUNTERS})
     row.update(dead_letters=dead_letters, control=control, last_offset=last_offset)
     row.update(oldest_timestamp_ms=oldest_timestamp_ms, dead_letter_kinds=dead_letter_kinds)
+    row.update({step_column(s): (step_micros or {}).get(s, 0) for s in EXECUTOR_STEPS})
     return row

@@ -52,6 +52,15 @@ BATCH_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
     registry=REGISTRY,
 )
+BATCH_STEP_SECONDS = Histogram(
+    "cm_consumer_batch_step_seconds",
+    "Time of each step of a micro-batch: on the driver check, collect (the executors' "
+    "work), replicas, progress, record; on the executors, summed over tasks, decode, "
+    "epochs, dead_letters, apply, sightings.",
+    ["topic", "step"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+    registry=REGISTRY,
+)
 APPLIED = {
     counter: Counter(
         f"cm_consumer_{_NAMES.get(counter, counter)}",
@@ -212,6 +221,8 @@ class ConsumerObservability:
         """A batch ended after ``seconds``, having done what ``metrics`` says."""
         BATCHES.labels(self.topic).inc()
         BATCH_SECONDS.labels(self.topic).observe(seconds)
+        for step, micros in metrics.steps_us.items():
+            BATCH_STEP_SECONDS.labels(self.topic, step).observe(micros / 1_000_000)
         now = time.time()
         LAST_BATCH.labels(self.topic).set(now)
         if metrics.oldest_timestamp_ms > 0:

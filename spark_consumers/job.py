@@ -24,6 +24,7 @@ from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
 from spark_consumers.startup import DriverProgress, plan_start
+from spark_consumers.steps import StepTimer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -143,13 +144,17 @@ def start_consumer(
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:
         began = time.monotonic()
-        driver.check()
-        rows: list[Any] = summaries.collect()  # runs the apply on the executors
-        driver.advance(rows)
+        timer = StepTimer()
+        with timer.step("check"):
+            driver.check()
+        with timer.step("collect"):
+            rows: list[Any] = summaries.collect()  # runs the apply on the executors
+        driver.advance(rows, timer)
         metrics = BatchMetrics.of(batch_id, rows)
-        record_batch(redis_url, config.topic, metrics)
+        with timer.step("record"):
+            record_batch(redis_url, config.topic, metrics)
         if batch_done is not None:
-            batch_done(metrics, time.monotonic() - began)
+            batch_done(metrics.with_driver_steps(timer.micros), time.monotonic() - began)
 
     return (
         applied.writeStream.foreachBatch(on_batch)

@@ -21,6 +21,7 @@ import redis
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.keys import consumer_key
+from spark_consumers.steps import EXECUTOR_STEPS, step_column
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ class BatchMetrics:
     last_offsets: dict[int, int]
     oldest_timestamp_ms: int = 0  # of the batch's records, by Kafka timestamp; 0: unknown
     dead_letter_kinds: dict[str, int] = dataclasses.field(default_factory=dict)  # by error
+    # Microseconds per step (spark_consumers/steps.py): the executors' summed over tasks,
+    # then the driver's, added by ``with_driver_steps``.
+    steps_us: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, batch_id: int, rows: Iterable[Any]) -> BatchMetrics:
@@ -45,8 +49,10 @@ class BatchMetrics:
         offsets: dict[int, int] = {}
         stamps = []
         kinds: Counter[str] = Counter()
+        steps: Counter[str] = Counter()
         for row in rows:
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
+            steps.update({s: int(values.get(step_column(s)) or 0) for s in EXECUTOR_STEPS})
             partition = int(values["partition"])
             offsets[partition] = max(offsets.get(partition, -1), int(values["last_offset"]))
             dead += int(values["dead_letters"])
@@ -60,7 +66,11 @@ class BatchMetrics:
                 for counter in APPLY_COUNTERS:
                     totals[counter] += int(values[counter])
         oldest = min((stamp for stamp in stamps if stamp > 0), default=0)
-        return cls(batch_id, collections, dead, control, offsets, oldest, dict(kinds))
+        return cls(batch_id, collections, dead, control, offsets, oldest, dict(kinds), dict(steps))
+
+    def with_driver_steps(self, micros: dict[str, int]) -> BatchMetrics:
+        """These metrics with the driver's steps added."""
+        return dataclasses.replace(self, steps_us={**self.steps_us, **micros})
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready record."""

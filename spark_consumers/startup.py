@@ -46,6 +46,7 @@ from spark_consumers.positions import (
     recreated,
     starting_offsets,
 )
+from spark_consumers.steps import StepTimer
 
 logger = logging.getLogger(__name__)
 
@@ -172,14 +173,20 @@ class DriverProgress:
                 f"{self._plan.identity.topic_id} is now {now.topic_id}); starting again"
             )
 
-    def advance(self, summaries: Iterable[Any]) -> None:
+    def advance(self, summaries: Iterable[Any], timer: StepTimer | None = None) -> None:
         """Records, per partition, the last offset the batch's appliers handled, once the
-        replicas required hold the batch's writes.
+        replicas required hold the batch's writes (``timer`` gets the two steps' times).
 
         Raises:
             ReplicasBehindError: they did not confirm in time; nothing was recorded.
         """
-        replicated(self._client, self._replica_acks, self._replica_ack_timeout_ms)
+        timer = timer or StepTimer()
+        with timer.step("replicas"):
+            replicated(self._client, self._replica_acks, self._replica_ack_timeout_ms)
+        with timer.step("progress"):
+            self._record_last(summaries)
+
+    def _record_last(self, summaries: Iterable[Any]) -> None:
         last: dict[int, int] = {}
         for row in summaries:
             partition, offset = int(row["partition"]), int(row["last_offset"])

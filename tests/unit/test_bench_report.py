@@ -677,3 +677,48 @@ def test_bench_all_is_a_subcommand() -> None:
     assert callable(args.run)
     assert args.quick
     assert args.out == Path("/tmp/x")
+
+
+def _breakdown_run(trigger_ms: int, p50: float, p99: float, batch_ms: float) -> dict[str, Any]:
+    return {
+        "trigger_ms": trigger_ms, "batches": 12, "p50_ms": p50, "p99_ms": p99,
+        "spark_ms": {"latestOffset": 3.0, "addBatch": batch_ms - 20, "triggerExecution": batch_ms},
+        "steps_ms": {"collect": batch_ms - 60, "apply": 41.5},
+        "cpu_s_per_million": 140.0,
+    }  # fmt: skip
+
+
+def test_the_batch_breakdown_holds_spark_to_twice_the_baseline_and_lists_every_step() -> None:
+    from bench.breakdown_figures import batch_breakdown, breakdown_details
+
+    result = {
+        "status": "ok",
+        "figures": {
+            "rate": 10_000,
+            "plain": {"p50_ms": 100.0, "p99_ms": 150.0, "cpu_s_per_million": 44.0},
+            "spark": [
+                _breakdown_run(500, 550.0, 900.0, 400.0),
+                _breakdown_run(100, 180.0, 290.0, 120.0),
+            ],
+        },
+    }  # fmt: skip
+    figures = batch_breakdown(result)
+    ratios = {
+        f.name.replace("publish-to-visible / baseline's, 10,000 updates/s, ", ""): (
+            f.value,
+            f.verdict,
+        )
+        for f in figures
+        if f.target is not None
+    }
+    assert ratios == {
+        "Spark p50 500 ms trigger": (5.5, "MISSED"),
+        "Spark p99 500 ms trigger": (6.0, "MISSED"),
+        "Spark p50 100 ms trigger": (1.8, "met"),
+        "Spark p99 100 ms trigger": (290 / 150, "met"),
+    }
+    table = "\n".join(breakdown_details(result))
+    assert "| Spark: triggerExecution | 400.0 | 120.0 |" in table
+    assert "| step: apply | 41.5 | 41.5 |" in table
+    assert "| publish-to-visible p99 | 900 | 290 |" in table
+    assert "p50 100 ms and p99 150 ms" in table

@@ -156,3 +156,24 @@ def test_the_consumer_is_ready_only_while_its_query_runs_without_an_outage() -> 
     assert observed.health.readiness() == []
     observed.query_running(False)
     assert _value("cm_consumer_query_running", topic="ready-topic") == 0
+
+
+def test_a_batchs_steps_sum_the_executors_rows_then_add_the_drivers_and_are_observed() -> None:
+    def row(partition: int, collection: str, decode_us: int, apply_us: int) -> dict[str, object]:
+        return {
+            "partition": partition, "collection": collection, "dead_letters": 0, "control": 0,
+            "last_offset": 5, **dict.fromkeys(exporter.APPLY_COUNTERS, 0),
+            "decode_us": decode_us, "apply_us": apply_us,
+        }  # fmt: skip
+
+    metrics = BatchMetrics.of(3, [row(0, "", 100, 2_000), row(1, "", 50, 1_000)])
+    assert metrics.steps_us["decode"] == 150 and metrics.steps_us["apply"] == 3_000
+    assert metrics.steps_us["epochs"] == 0  # a row without the column (an older applier)
+    metrics = metrics.with_driver_steps({"collect": 40_000, "record": 900})
+    assert metrics.steps_us["collect"] == 40_000 and metrics.steps_us["apply"] == 3_000
+
+    observed = ConsumerObservability("steps-topic", "127.0.0.1:1")
+    before = _value("cm_consumer_batch_step_seconds_sum", topic="steps-topic", step="collect")
+    observed.batch(metrics, 0.05)
+    after = _value("cm_consumer_batch_step_seconds_sum", topic="steps-topic", step="collect")
+    assert after - before == pytest.approx(0.04)
