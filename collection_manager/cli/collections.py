@@ -64,11 +64,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type: seconds, more than 0."""
+def seconds_argument(text: str) -> float:
+    """An argparse type: seconds, 0 or more."""
     value = float(text)
-    if not value > 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    if not 0 <= value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
     return value
 
 
@@ -99,11 +99,11 @@ def register(commands: Any) -> None:
     )
     query.add_argument(
         "--timeout",
-        type=positive_seconds,
-        default=30.0,
+        type=seconds_argument,
+        default=0.0,
         metavar="SECONDS",
-        help="how long the read waits through a Redis restart or failover before it gives "
-        "up (default 30)",
+        help="how long the read tries again while Redis does not answer (a restart, or a "
+        "Redis Cluster failing over) before it gives up (default 0: it fails at once)",
     )
     add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)

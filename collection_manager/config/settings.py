@@ -209,7 +209,11 @@ class ConsumerConfig:
     topic_partitions: int = setting(
         4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
     )
-    trigger_interval_ms: int = setting(500, "Micro-batch trigger interval.")
+    trigger_interval_ms: int = setting(
+        100,
+        "Micro-batch trigger interval: a batch starts at most this often; one that takes "
+        "longer is followed by the next at once.",
+    )
     redis_replica_acks: int = setting(
         0,
         "Replicas of every Redis primary that must hold a micro-batch's writes (Redis WAIT) "

@@ -246,6 +246,9 @@ def _start_node(home: Path, timeout_s: float) -> RedisNode:
         # A replica takes over however long it was cut off: the consumer's replication
         # barrier (storage/replication.py), not the replica's age, bounds what is lost.
         "--cluster-replica-validity-factor", "0",
+        # Replicas stay with their primary (no migration to one left without): a test that
+        # cuts off every replica of a primary knows which they are.
+        "--cluster-allow-replica-migration", "no",
         "--appendonly", "yes", "--save", "", "--daemonize", "no",
     ]  # fmt: skip
     return _run_node(cmd, port, log, timeout_s)

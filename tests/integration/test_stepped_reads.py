@@ -25,6 +25,7 @@ from collection_manager.storage import step_reads
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.step_reads import ChangeLog, ReadPart, read_part, split
 from collection_manager.storage.store import RedisStore
+from tests.support import assert_eventually
 
 ROW_SCHEMA = {
     "type": "record",
@@ -95,6 +96,10 @@ def _at(
     return {r: n for r, n in rows.items() if n and (matches is None or matches(r))}
 
 
+def _more(now: int, before: int) -> None:
+    assert now > before, "nothing written yet"
+
+
 @pytest.mark.parametrize(
     ("where", "parts"),
     [
@@ -120,12 +125,14 @@ def test_a_stepped_read_is_the_collection_at_its_time_while_writes_go_on(
         for _ in range(3):
             as_of = store.size(spec.name)[1]
             writes_before = writer.writes
+            # At least one change after as_of, which the read must undo; more come during
+            # it (a busy machine may hold the writer back, so the first is waited for).
+            assert_eventually(lambda b=writes_before: _more(writer.writes, b), timeout=30)
             result: dict[Row, int] = {}
             for part in split(spec, where, parts):
                 rows, _ = read_part(store._client, spec, part, as_of)
                 assert not set(rows) & set(result), "two parts returned one row"
                 result.update(rows)
-            assert writer.writes > writes_before, "nothing was written during the read"
             assert result == _at(store, spec, as_of, where)
     finally:
         writer.stop_now.set()
