@@ -60,6 +60,11 @@ class LocalRedisCluster:
     def url(self) -> str:
         return f"redis://{self.nodes[0].address}/0"
 
+    @property
+    def every_node_url(self) -> str:
+        """The URL naming every node: a client starts from any that answers."""
+        return "redis://" + ",".join(node.address for node in self.nodes) + "/0"
+
     def node_id(self, node: RedisNode) -> str:
         """The cluster's id of ``node`` (``CLUSTER MYID``)."""
         return _cli("-p", str(node.port), "cluster", "myid").strip()

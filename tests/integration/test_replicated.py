@@ -183,8 +183,7 @@ def test_losing_a_broker_or_a_redis_primary_loses_nothing(
     tmp_path: Path,
 ) -> None:
     topic = replicated_topic
-    # Every node named: a client starts from any that answers.
-    url = "redis://" + ",".join(node.address for node in redis_nodes.nodes) + "/0"
+    url = redis_nodes.every_node_url
     store = RedisStore.connect(url)
     specs = create_specs(store, unique)
     # A collection on another node than the consumer's progress record: the case where a
@@ -269,7 +268,7 @@ def test_a_rolling_restart_of_every_broker_loses_nothing(
     """Each broker in turn stopped (SIGTERM: it hands its leaderships over) and started
     again, under load, the next only once the topic is in sync on all three."""
     topic = replicated_topic
-    url = "redis://" + ",".join(node.address for node in redis_nodes.nodes) + "/0"
+    url = redis_nodes.every_node_url
     store = RedisStore.connect(url)
     specs = create_specs(store, unique)
     recovery = Recovery(brokers.bootstrap, topic, url, specs[0])
