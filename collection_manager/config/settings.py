@@ -210,9 +210,11 @@ class ConsumerConfig:
         4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
     )
     trigger_interval_ms: int = setting(
-        100,
+        500,
         "Micro-batch trigger interval: a batch starts at most this often; one that takes "
-        "longer is followed by the next at once.",
+        "longer is followed by the next at once. 100 cut the publish-to-visible p50 at "
+        "10,000 updates/s from 559 to 366 ms (bench/batch_breakdown.py), at five times the "
+        "offset polling while idle.",
     )
     redis_replica_acks: int = setting(
         0,

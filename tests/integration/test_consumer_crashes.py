@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
@@ -68,6 +69,7 @@ def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
             kill(consumer)
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_sigterm_stops_cleanly_and_progress_is_recorded(
     kafka: str,
     endpoints: Any,

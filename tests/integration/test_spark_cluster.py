@@ -46,6 +46,7 @@ def _unpacked(cluster: SparkCluster) -> list[Path]:
     ]
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_the_consumer_runs_on_a_cluster_that_lacks_the_project_and_survives_a_lost_worker(
     kafka: str,
     endpoints: Any,

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
@@ -25,6 +26,7 @@ from tests.integration.workload import (
 from tests.support import assert_eventually
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
     kafka: str,
     endpoints: Any,
