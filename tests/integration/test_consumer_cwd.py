@@ -59,6 +59,7 @@ def _requests(spec: CollectionSpec) -> list[Request]:
     return [Append(spec.name, "r1", 1, ((row(i), 1 + i % 2),), 0) for i in range(20)]
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_consume_in_a_directory_with_a_schemas_package_applies_everything(
     kafka: str,
     endpoints: Any,

@@ -156,6 +156,7 @@ def _more_than(store: RedisStore, specs: list[CollectionSpec], count: int) -> No
     assert _applied(store, specs) > count
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_a_recreated_topic_is_applied_never_skipped(
     kafka: str,
     topic: str,

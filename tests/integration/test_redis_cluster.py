@@ -50,6 +50,7 @@ def _in_slot(prefix: str, slot: int) -> str:
     raise AssertionError(f"no suffix puts a collection in slot {slot}")
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_the_pipeline_applies_exactly_once_on_a_cluster_while_a_slot_moves(
     cluster: LocalRedisCluster, kafka: str, topic: str, unique: str, tmp_path: Path
 ) -> None:

@@ -97,6 +97,7 @@ def _records(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.slow  # about a minute: make test-slow, not make test
 def test_the_pipeline_applies_exactly_once_through_sasl_ssl_kafka_and_tls_redis(
     kafka_listeners: SecuredKafka,
     redis_url: str,
