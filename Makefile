@@ -3,7 +3,8 @@
 #   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest:
 #                 everything on local processes (two xdist workers), then the tests marked
 #                 `containers` (the pipeline, a fault, the agents) on the project's images
-#                 (CM_TEST_SERVICES=containers; skipped where no engine can run)
+#                 (CM_TEST_SERVICES=containers; skipped where no engine can run); the tests
+#                 marked `slow` are left out (make test-slow)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
