@@ -9,8 +9,8 @@ BASELINE = "plain consumer loop, same load"
 
 
 def batch_breakdown(result: Result) -> list[Figure]:
-    """Per trigger interval: Spark's latency against the baseline's, as ratios held to the
-    issue's target, and the median batch."""
+    """Per trigger interval: Spark's latency against the baseline's, as ratios, and the
+    median batch. One run each: capacity's climbs hold the ratios to issue 32's target."""
     f = result["figures"]
     plain, rate = f["plain"], f"{f['rate']:,.0f} updates/s"
     rows = []
@@ -23,8 +23,9 @@ def batch_breakdown(result: Result) -> list[Figure]:
                     f"Spark {q} publish-to-visible / baseline's, {rate}, {trigger}",
                     _ratio(run[f"{q}_ms"], plain[f"{q}_ms"]),
                     "",
-                    target=targets.LATENCY_RATIO,
-                    note=f"{run[f'{q}_ms']:,.0f} ms against {plain[f'{q}_ms']:,.0f} ms; one run",
+                    note=f"{run[f'{q}_ms']:,.0f} ms against {plain[f'{q}_ms']:,.0f} ms; one run "
+                    f"(the {targets.LATENCY_RATIO.text()} target is judged by capacity's "
+                    "medians)",
                 )
             )
         rows.append(

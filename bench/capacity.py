@@ -11,6 +11,12 @@ the last send; a path stops climbing once a step's p99 passes ``--stop-above-ms`
 Capacity at a latency bound is the highest offered rate of a sustained step whose p99
 publish-to-visible latency is within it.
 
+The baseline and Spark on ``local[2]`` climb ``--repeats`` times, taking turns (plain,
+Spark, plain, Spark, ...) so that whatever else the machine does falls on both alike; the
+report compares them by the median of the climbs (issue 32: the latency ratios at the
+first rate, the capacity ratio). Every step records which climb it belongs to. The other
+variants climb once.
+
 CPU: each step samples the CPU seconds of every process kind (``bench/cpu.py``: Kafka
 broker, Redis, this process with the producer, watcher and Spark driver, Spark's JVM and
 Python workers, the plain loop) when the load starts and once it is applied, and divides
@@ -26,12 +32,13 @@ import argparse
 import dataclasses
 import math
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from bench.climbs import median_capacity, sustained
 from bench.common import report, services
 from bench.cpu import KINDS, per_million
 from bench.e2e import PathResult, path_figures, run_path
@@ -51,6 +58,8 @@ VARIANTS = {
     "redis_cluster": "Spark local[2], Redis Cluster of 3 masters",
     "standalone": "Spark standalone cluster, 2 Workers x 1 core",
 }
+# The pair issue 32's ratios compare, climbed ``--repeats`` times each.
+REPEATED = ("plain", "spark")
 
 
 def step_figures(result: PathResult) -> dict[str, Any]:
@@ -63,31 +72,48 @@ def step_figures(result: PathResult) -> dict[str, Any]:
     return figures
 
 
-def sustained(step: Mapping[str, Any]) -> bool:
-    """Everything offered was applied (within the drain timeout)."""
-    return math.isfinite(step["drain_s"])
-
-
-def capacity(steps: Sequence[Mapping[str, Any]], p99_bound_ms: float) -> float | None:
-    """The highest offered rate of a sustained step with p99 within ``p99_bound_ms``."""
-    within = [s["offered"] for s in steps if sustained(s) and s["p99_ms"] <= p99_bound_ms]
-    return max(within, default=None)
-
-
 def climb(
     label: str,
     consumer: Callable[[str], Any],
     endpoints: Endpoints,
     args: argparse.Namespace,
+    number: int = 0,
 ) -> list[dict[str, Any]]:
-    """The steps of one path, until one is not sustained or its p99 passes the stop bound."""
+    """The steps of climb ``number`` of one path, until one is not sustained or its p99
+    passes the stop bound."""
     steps: list[dict[str, Any]] = []
     for rate in (float(r) for r in args.rates.split(",")):
         step_args = argparse.Namespace(**{**vars(args), "rate": rate})
         steps.append(step_figures(run_path(label, consumer, endpoints, step_args)))
+        steps[-1]["climb"] = number
         if not sustained(steps[-1]) or steps[-1]["p99_ms"] > args.stop_above_ms:
             break
     return steps
+
+
+def climb_in_turns(
+    names: Sequence[str], endpoints: Endpoints, args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]]:
+    """``--repeats`` climbs of each of ``names`` (some of REPEATED), taking turns; Spark
+    keeps one session for all of its climbs."""
+    consumers: dict[str, Callable[[str], Any]] = {
+        "plain": lambda topic: plain_consumer(endpoints, topic)
+    }
+    spark = bench_session(args.master, "bench-capacity-spark") if "spark" in names else None
+    if spark is not None:
+        session = spark
+        consumers["spark"] = lambda topic: spark_consumer(
+            session, endpoints, topic, args.trigger_ms
+        )
+    paths: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    try:
+        for number in range(args.repeats):
+            for name in names:
+                paths[name] += climb(name, consumers[name], endpoints, args, number)
+    finally:
+        if spark is not None:
+            spark.stop()
+    return paths
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,14 +122,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unknown = set(chosen) - set(VARIANTS)
     if unknown:
         raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be at least 1, not {args.repeats}")
     paths: dict[str, list[dict[str, Any]]] = {}
     with services() as endpoints, tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp:
-        if "plain" in chosen:
-            paths["plain"] = climb(
-                "plain", lambda topic: plain_consumer(endpoints, topic), endpoints, args
-            )
-        if "spark" in chosen:
-            paths["spark"] = climb_spark("spark", args.master, endpoints, args)
+        paths |= climb_in_turns([name for name in REPEATED if name in chosen], endpoints, args)
         if "redis_cluster" in chosen:
             redis_cluster = start_redis_cluster(Path(tmp) / "redis-cluster", masters=3)
             try:
@@ -122,10 +145,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "labels": {name: VARIANTS[name] for name in paths},
         "capacity": {
             name: {
-                str(bound): capacity(steps, bound) for bound in (CAPACITY_P99_MS, SECOND_BOUND_MS)
+                str(bound): median_capacity(steps, bound)
+                for bound in (CAPACITY_P99_MS, SECOND_BOUND_MS)
             }
             for name, steps in paths.items()
         },
+        "repeats": args.repeats,
     }
 
 
@@ -147,18 +172,21 @@ def climb_spark(
 
 def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
     rows = [
-        [VARIANTS[name], s["offered"], s["applied"], s["p50_ms"], s["p99_ms"], s["drain_s"],
-         s["cpu_s_per_million"].get("all", math.nan)]
+        [VARIANTS[name], s["climb"] + 1, s["offered"], s["applied"], s["p50_ms"], s["p99_ms"],
+         s["drain_s"], s["cpu_s_per_million"].get("all", math.nan)]
         for name, steps in result["paths"].items()
         for s in steps
     ]  # fmt: skip
-    columns = ["consumer", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s", "CPU s/M"]
+    columns = ["consumer", "climb", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s"]
+    columns.append("CPU s/M")
     report("capacity", columns, rows, {"settings": vars(args), "capacity": result["capacity"]})
     console = Console()
     for name, found in result["capacity"].items():
         for bound, rate in found.items():
             shown = "none of the steps" if rate is None else f"{rate:,.0f} updates/s"
             console.print(f"{VARIANTS[name]}: capacity at p99 <= {bound} ms: {shown}")
+    if result["repeats"] > 1:
+        console.print(f"(the baseline's and Spark's: medians of {result['repeats']} climbs)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -173,6 +201,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--drain-timeout", type=float, default=20, help="seconds")
     parser.add_argument(
         "--stop-above-ms", type=float, default=4_000, help="stop climbing past this p99"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help=f"climbs of each of {', '.join(REPEATED)}"
     )
     parser.add_argument("--master", default="local[2]", help="Spark master of `spark`")
     parser.add_argument(

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from bench import targets
 from bench.breakdown_figures import batch_breakdown
+from bench.climbs import climbs
 from bench.figure import Figure, Result
 from bench.reader_figures import reader_latency
 from bench.scale_figures import fleet_scale, row_scale, spark_scale
@@ -85,7 +87,7 @@ def capacity(result: Result) -> list[Figure]:
     labels = {**CAPACITY_LABELS, **figures.get("labels", {})}
     pairs = [(name, "plain") for name in ("spark",)]
     pairs += [(name, "spark") for name in paths if name not in ("plain", "spark")]
-    rows = []
+    rows = pair_ratios(paths, found) if "spark" in paths and "plain" in paths else []
     for name, base in pairs:
         if name not in paths or base not in paths:
             continue
@@ -108,10 +110,11 @@ def capacity(result: Result) -> list[Figure]:
                     else None,
                     tested=ceiling_seen or highest >= targets.CAPACITY_RATE.bound,
                     note=f"steps up to {highest:,.0f} updates/s"
-                    + ("; none sustained" if sustained is None else ""),
+                    + ("; none sustained" if sustained is None else "")
+                    + _median_note(paths[name]),
                 )
             )
-        step, base_step = _cheapest_common_step(paths[name], paths[base])
+        step, base_step = _cheapest_common_step(climbs(paths[name])[0], climbs(paths[base])[0])
         if step is not None and base_step is not None:
             rows.append(
                 Figure(
@@ -127,6 +130,72 @@ def capacity(result: Result) -> list[Figure]:
     return rows
 
 
+def _median_note(steps: list[Result]) -> str:
+    count = len(climbs(steps))
+    return f"; the median of {count} climbs" if count > 1 else ""
+
+
+def _medians_of(count: int) -> str:
+    return f"medians of {count} climbs" if count > 1 else "one climb"
+
+
+def pair_ratios(paths: dict[str, list[Result]], found: Result) -> list[Figure]:
+    """Issue 32's figures of Spark against the plain loop, each a median over their climbs
+    (paired by climb): the p50 and p99 ratios and the CPU at the ladder's first rate, and
+    the ratio of their capacities at p99 <= 1 s (``found``: each path's median capacity,
+    ``bench.climbs.median_capacity``)."""
+    pairs = list(zip(climbs(paths["spark"]), climbs(paths["plain"]), strict=False))
+    firsts = [(spark[0], plain[0]) for spark, plain in pairs]
+    rate = statistics.median(plain["offered"] for _, plain in firsts)
+    at_rate = f"{rate:,.0f} updates/s offered"
+    tested = abs(rate - targets.LATENCY_RATIO_AT_RATE) <= 0.1 * targets.LATENCY_RATIO_AT_RATE
+    medians = _medians_of(len(pairs))
+    rows = []
+    for q in ("p50", "p99"):
+        ratio = statistics.median(spark[f"{q}_ms"] / plain[f"{q}_ms"] for spark, plain in firsts)
+        spark_ms = statistics.median(spark[f"{q}_ms"] for spark, _ in firsts)
+        plain_ms = statistics.median(plain[f"{q}_ms"] for _, plain in firsts)
+        rows.append(
+            Figure(
+                "capacity",
+                f"Spark {q} publish-to-visible / the plain loop's, at {at_rate}",
+                ratio,
+                "",
+                target=targets.LATENCY_RATIO,
+                tested=tested,
+                note=f"{spark_ms:,.0f} ms against {plain_ms:,.0f} ms ({medians}; the ratio is "
+                "the median of each climb's)",
+            )
+        )
+    bound = targets.CAPACITY_P99_MS
+    spark_capacity = found["spark"][str(bound)] or 0.0
+    plain_capacity = found["plain"][str(bound)] or 0.0
+    rows.append(
+        Figure(
+            "capacity",
+            f"Spark's capacity at p99 <= {bound:,} ms / the plain loop's",
+            spark_capacity / plain_capacity if plain_capacity else None,
+            "",
+            target=targets.CAPACITY_RATIO,
+            note=f"{spark_capacity:,.0f} against {plain_capacity:,.0f} updates/s ({medians})",
+        )
+    )
+    rows.append(
+        Figure(
+            "capacity",
+            f"Spark: CPU seconds per million applied updates (every process), at {at_rate}",
+            statistics.median(spark["cpu_s_per_million"]["all"] for spark, _ in firsts),
+            "CPU s",
+            statistics.median(plain["cpu_s_per_million"]["all"] for _, plain in firsts),
+            "plain consumer loop",
+            targets.SPARK_CPU_PER_MILLION,
+            tested=tested,
+            note=medians,
+        )
+    )
+    return rows
+
+
 def cpu_kinds(paths: dict[str, list[Result]]) -> list[str]:
     """The process kinds any capacity step measured, in the order they first appear."""
     kinds = (k for steps in paths.values() for s in steps for k in s["cpu_s_per_million"])
@@ -138,8 +207,8 @@ CAPACITY_LABELS = {"plain": "plain consumer loop", "spark": "Spark"}
 
 
 def _cheapest_common_step(
-    steps: list[Result], base: list[Result]
-) -> tuple[Result | None, Result | None]:
+    steps: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
     """The steps of the highest rate both paths sustained (the same load for both)."""
     kept = [
         (s, b)

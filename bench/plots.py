@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as Canvas
 
 from bench import targets
+from bench.climbs import climbs
 from bench.figures import CAPACITY_LABELS, cpu_kinds
 from bench.scale_figures import fleet_scale_growth, row_scale_growth, spark_scale_growth
 
@@ -91,13 +92,14 @@ def capacity(result: Result, canvas: Canvas) -> None:
     }
     latency, cpu = canvas.subplots(1, 2)
     for name, steps in paths.items():
-        latency.plot(
-            [s["offered"] for s in steps],
-            [s["p99_ms"] for s in steps],
-            marker="o",
-            color=colors.get(name),
-            label=names[name],
-        )
+        for number, climb in enumerate(climbs(steps)):  # one line per climb, one label
+            latency.plot(
+                [s["offered"] for s in climb],
+                [s["p99_ms"] for s in climb],
+                marker="o",
+                color=colors.get(name),
+                label=names[name] if number == 0 else None,
+            )
     _target_line(latency, targets.CAPACITY_P99_MS, f"p99 {targets.CAPACITY_P99_MS:,} ms")
     latency.set_yscale("log")
     latency.set_xlabel("offered updates/s")

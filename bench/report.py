@@ -306,6 +306,7 @@ def capacity_details(result: Mapping[str, Any]) -> list[str]:
     rows = [
         [
             labels[name],
+            str(s.get("climb", 0) + 1),
             number(s["offered"]),
             number(s["applied"]),
             number(s["p50_ms"]),
@@ -316,7 +317,7 @@ def capacity_details(result: Mapping[str, Any]) -> list[str]:
         for name, steps in paths.items()
         for s in steps
     ]
-    columns = ["consumer", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s"]
+    columns = ["consumer", "climb", "offered/s", "applied/s", "p50 ms", "p99 ms", "drain s"]
     return _table([*columns, *kinds, "all (CPU s per million updates)"], rows)
 
 

@@ -65,3 +65,9 @@ READER_DELETE_ROWS = 1_000_000  # the delete size the reader targets are stated 
 # Spark's publish-to-visible latency at 10,000 updates/s offered, p50 and p99 each, against
 # the plain loop's in the same run (issue 32).
 LATENCY_RATIO = Target("<=", 2, "x the baseline", "issue 32")
+LATENCY_RATIO_AT_RATE = 10_000  # updates/s offered: the first step of capacity's ladder
+# Spark's capacity at p99 <= CAPACITY_P99_MS against the plain loop's (issue 32).
+CAPACITY_RATIO = Target(">=", 0.9, "x the baseline", "issue 32")
+# Every process's CPU per million updates applied by Spark at LATENCY_RATIO_AT_RATE: half of
+# the 168 CPU s that docs/benchmarks.md showed on 2026-11-25 (issue 32).
+SPARK_CPU_PER_MILLION = Target("<=", 84, "CPU s", "issue 32")

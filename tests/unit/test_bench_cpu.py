@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from bench.capacity import capacity, sustained
+from bench.climbs import capacity, climbs, median_capacity, sustained
 from bench.cpu import (
     BENCH,
     BROKER,
@@ -143,3 +143,14 @@ def test_capacity_is_the_highest_sustained_rate_within_the_bound(
 def test_a_step_is_sustained_only_when_everything_was_applied() -> None:
     assert sustained(_step(1, 1, drain_s=0.0))
     assert not sustained(_step(1, 1, drain_s=math.inf))
+
+
+def test_the_median_capacity_counts_a_climb_that_sustained_nothing_as_zero() -> None:
+    def climb(number: int, p99s: list[float]) -> list[dict[str, float]]:
+        rates = (20_000, 40_000, 60_000)
+        return [{**_step(r, p99), "climb": number} for r, p99 in zip(rates, p99s, strict=False)]
+
+    steps = climb(0, [400, 900, 1_500]) + climb(1, [1_200]) + climb(2, [300, 500, 800])
+    assert [capacity(c, 1_000) for c in climbs(steps)] == [40_000.0, None, 60_000.0]
+    assert median_capacity(steps, 1_000) == 40_000.0
+    assert median_capacity(climb(0, [1_200]) + climb(1, [1_300]) + steps[-3:], 1_000) is None
