@@ -124,8 +124,7 @@ def delete_when_told(
     delete's Python work never pause the probers' threads.
     """
     target = store(url)
-    # The reading phase before may have loaded them already.
-    fill_s = fill(target, collection, replica, rows) if not _holds(target, collection, rows) else 0
+    fill_s = fill(target, collection, replica, rows)
     offset = target.applied_offset(collection, "bench", 0) + 1
     delete = Delete(collection, eq("replica_id", replica))
     ready.set()
@@ -136,10 +135,6 @@ def delete_when_told(
     out.send({"fill_s": fill_s, "delete_ms": delete_ms, "rows_deleted": counters["retractions"]})
 
 
-def _holds(target: RedisStore, collection: str, rows: int) -> bool:
-    return target.size(collection)[0] > rows
-
-
 # Far in the future (as the TTL tests do), so that no retraction timer on the wall clock
 # finds the expiring phase's rows due before the benchmark does.
 TTL_EPOCH_MS = 4_000_000_000_000_000
@@ -148,9 +143,11 @@ TTL_EPOCH_MS = 4_000_000_000_000_000
 def read_when_told(
     url: str, collection: str, replica: str, rows: int, ready: Event, go: Event, out: Connection
 ) -> None:
-    """Loads ``rows`` rows of ``replica`` (unmeasured), sets ``ready``, and once ``go`` is
-    set reads the whole collection as ``query`` does (in bounded steps); sends the time."""
+    """Loads ``rows`` rows of ``replica`` in a collection of their own (unmeasured), sets
+    ``ready``, and once ``go`` is set reads the whole collection as ``query`` does (in
+    bounded steps); sends the time."""
     target = store(url)
+    fresh_collection(target, collection)
     fill_s = fill(target, collection, replica, rows)
     ready.set()
     go.wait()
@@ -185,13 +182,15 @@ def expire_when_told(
 
 
 def drop_when_told(
-    url: str, collection: str, rows: int, ready: Event, go: Event, out: Connection
+    url: str, collection: str, replica: str, rows: int, ready: Event, go: Event, out: Connection
 ) -> None:
-    """Loads ``rows`` rows in a collection of their own, sets ``ready``, and once ``go`` is
-    set drops the collection; sends the time it took."""
+    """Sets ``ready`` once ``collection`` holds ``rows`` rows (of ``replica``, loaded if the
+    reading phase did not), and once ``go`` is set drops it; sends the time it took."""
     target = store(url)
-    fresh_collection(target, collection)
-    fill_s = fill(target, collection, "doomed", rows)
+    fill_s = 0.0
+    if collection not in target.collections() or target.size(collection)[0] != rows:
+        fresh_collection(target, collection)
+        fill_s = fill(target, collection, replica, rows)
     ready.set()
     go.wait()
     start = time.perf_counter()

@@ -191,7 +191,9 @@ def _meanwhile(phase: str, figures: Mapping[str, Any]) -> str:
         what = f"{figures['rows_expired']:,} rows expired, {number(figures['expire_ms'])} ms"
         return f"{what}; {inside}"
     if phase == "dropping":
-        return f"drop of {figures['rows_dropped']:,} rows, {number(figures['drop_ms'])} ms"
+        return (
+            f"drop of {figures['rows_dropped']:,} rows, {number(figures['drop_ms'])} ms; {inside}"
+        )
     return (
         f"delete of {figures['rows_deleted']:,} rows, {number(figures['delete_ms'])} ms; {inside}"
     )
@@ -212,7 +214,7 @@ def reader_details(result: Mapping[str, Any]) -> list[str]:
         "counts its wait; a `BUSY` reply is no answer (the probe is sent again). While "
         "*applying*, another process calls `RedisStore.apply_requests` back to back: the "
         "Redis work of the Spark consumer, without Kafka and Spark, so the phase is short "
-        "and deterministic. The delete's rows are loaded before; only the delete is probed.",
+        "and deterministic. The rows read, deleted and dropped are loaded before, unprobed.",
         "",
     ]
     phases = figures["phases"]

@@ -770,3 +770,28 @@ def test_a_ladder_that_starts_elsewhere_cannot_test_the_ratio_at_ten_thousand() 
     markdown = render(results, {})  # the fixture's ladder starts at 20k
     p50 = _cells(_row(markdown, "Spark p50 publish-to-visible / the plain loop's"))
     assert p50[6] == "n/a" and "(one climb;" in p50[1]
+
+
+@pytest.mark.parametrize(("big_rows", "verdict"), [(10_000_000, "met"), (1_000_000, "n/a")])
+def test_reader_latency_during_a_full_read_and_a_drop_is_judged_at_ten_million_rows(
+    big_rows: int, verdict: str
+) -> None:
+    results = fixture()
+    phases = results["benchmarks"]["reader_latency"]["figures"]["phases"]
+    quiet = {"PING": _probes(0.3, 6.0, 9.0), "point query": _probes(0.3, 7.0, 12.0)}
+    phases["reading"] = {
+        **quiet, "probed_s": 30.0, "rows_read": big_rows, "read_ms": 30e3, "fill_s": 75.0,
+        "function_calls": 0, "function_ms": 0.0,
+    }  # fmt: skip
+    phases["dropping"] = {
+        **quiet, "probed_s": 60.0, "rows_dropped": big_rows, "drop_ms": 60e3, "fill_s": 0.0,
+        "function_calls": big_rows // 500, "function_ms": 45e3,
+    }  # fmt: skip
+    markdown = render(results, {})
+    read = _cells(_row(markdown, f"PING p99 while a stepped full read of {big_rows:,} rows"))
+    drop = _cells(_row(markdown, f"point query max while a collection of {big_rows:,} rows"))
+    assert read[2:4] == ["6 ms", "1 ms (consumer idle)"]
+    assert read[6] == verdict and drop[6] == verdict
+    assert ("target is for 10,000,000 rows" in read[1]) == (verdict == "n/a")
+    dropped = _cells(_row(markdown, "| dropping | PING |"))[8]
+    assert dropped.startswith(f"drop of {big_rows:,} rows, 60,000 ms; {big_rows // 500:,} function")
