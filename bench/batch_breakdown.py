@@ -10,6 +10,10 @@ on the driver check, collect, replicas, progress, record; on the executors, summ
 the batch's tasks, decode, epochs, dead_letters, apply, sightings). It prints the median
 of each per batch, and each path's publish-to-visible p50 and p99.
 
+Idle, each consumer also runs ``--idle-s`` seconds on an empty topic, and the CPU seconds
+per second of every process kind (``bench/cpu.py``) are what polling costs while nothing
+arrives: the price of a shorter trigger, against the plain loop's idle polling.
+
 What is not a step of its own is the rest of its parent: addBatch less the driver's
 steps is the foreachBatch hand-over (py4j, Python); collect less the longest task's
 executor steps is task launch, the Kafka fetch and the Arrow hand-off to pandas.
@@ -20,15 +24,23 @@ Run: ``.venv/bin/python -m bench.batch_breakdown [--rate 10000] [--triggers 500,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
-from collections.abc import Sequence
+import time
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.capacity import step_figures
 from bench.common import report, services
+from bench.cpu import cpu_by_kind
 from bench.e2e import parser as e2e_parser
 from bench.e2e import run_path
 from bench.e2e_paths import bench_session, plain_consumer, spark_consumer
+from collection_manager.devservices import Endpoints
 from spark_consumers.metrics import BatchMetrics
 from spark_consumers.steps import DRIVER_STEPS, EXECUTOR_STEPS
 
@@ -44,6 +56,31 @@ def medians_ms(batches: Sequence[dict[str, float]], keys: Sequence[str]) -> dict
         key: statistics.median([b.get(key, 0.0) for b in batches]) if batches else 0.0
         for key in keys
     }
+
+
+SETTLE_S = 3.0  # after the consumer started, before its idle CPU is sampled
+
+
+def idle_cpu(
+    label: str, consumer: Callable[[str], Any], endpoints: Endpoints, args: argparse.Namespace
+) -> dict[str, float]:
+    """CPU seconds per second of each process kind (and ``all``) while ``consumer`` runs on
+    an empty topic for ``args.idle_s`` seconds."""
+    topic = f"bench-idle-{label}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+    try:
+        with consumer(topic):
+            time.sleep(SETTLE_S)
+            before, start = cpu_by_kind(), time.monotonic()
+            time.sleep(args.idle_s)
+            after, elapsed = cpu_by_kind(), time.monotonic() - start
+    finally:
+        for deleted in admin.delete_topics([topic, f"{topic}-dead"]).values():
+            with contextlib.suppress(KafkaException):  # the dead-letter topic may not exist
+                deleted.result(30)
+    used = {kind: max(0.0, after[kind] - before.get(kind, 0.0)) / elapsed for kind in after}
+    return used | {"all": sum(used.values())}
 
 
 def _spark_run(
@@ -72,6 +109,12 @@ def _spark_run(
         "spark_ms": medians_ms([{k: float(v) for k, v in p.items()} for p in phases], SPARK_PHASES),
         "steps_ms": medians_ms(steps, (*DRIVER_STEPS, *EXECUTOR_STEPS, "driver")),
         "cpu_s_per_million": figures["cpu_s_per_million"].get("all"),
+        "idle_cpu": idle_cpu(
+            f"t{trigger_ms}",
+            lambda topic: spark_consumer(spark, endpoints, topic, trigger_ms),
+            endpoints,
+            args,
+        ),
     }
 
 
@@ -79,9 +122,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """The baseline, then the Spark consumer at each trigger interval."""
     triggers = [int(t) for t in args.triggers.split(",")]
     with services() as endpoints:
-        plain = step_figures(
-            run_path("breakdown-plain", lambda t: plain_consumer(endpoints, t), endpoints, args)
-        )
+
+        def loop(topic: str) -> Any:
+            return plain_consumer(endpoints, topic)
+
+        plain = step_figures(run_path("breakdown-plain", loop, endpoints, args))
+        plain_idle = idle_cpu("plain", loop, endpoints, args)
         spark = bench_session(args.master, "bench-batch-breakdown")
         try:
             runs = [_spark_run(spark, endpoints, args, trigger) for trigger in triggers]
@@ -90,7 +136,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "rate": args.rate,
         "plain": {"p50_ms": plain["p50_ms"], "p99_ms": plain["p99_ms"],
-                  "cpu_s_per_million": plain["cpu_s_per_million"].get("all")},
+                  "cpu_s_per_million": plain["cpu_s_per_million"].get("all"),
+                  "idle_cpu": plain_idle},
         "spark": runs,
     }  # fmt: skip
 
@@ -101,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
     parser.description = __doc__
     parser.set_defaults(rate=10_000, duration=10, drain_timeout=15)
     parser.add_argument("--triggers", default="500,100", help="trigger intervals (ms)")
+    parser.add_argument("--idle-s", type=float, default=10.0, help="seconds sampled idle")
     return parser
 
 
@@ -113,8 +161,10 @@ def main() -> None:
         rows += [[trigger, "spark", k, v] for k, v in r["spark_ms"].items()]
         rows += [[trigger, "step", k, v] for k, v in r["steps_ms"].items()]
         rows += [[trigger, "latency", "p50", r["p50_ms"]], [trigger, "latency", "p99", r["p99_ms"]]]
+        rows += [[trigger, "idle", "CPU s per s", r["idle_cpu"]["all"]]]
     rows += [["-", "baseline", "p50", result["plain"]["p50_ms"]]]
     rows += [["-", "baseline", "p99", result["plain"]["p99_ms"]]]
+    rows += [["-", "baseline idle", "CPU s per s", result["plain"]["idle_cpu"]["all"]]]
     report("batch_breakdown", ["trigger", "kind", "what", "median ms per batch"], rows, result)
 
 

@@ -39,6 +39,18 @@ def batch_breakdown(result: Result) -> list[Figure]:
                 note=f"{run['batches']} batches with records",
             )
         )
+        if "idle_cpu" in run:  # measured since issue 32's trigger decision
+            rows.append(
+                Figure(
+                    "batch_breakdown",
+                    f"Spark idle: CPU seconds per second (every process), {trigger}",
+                    run["idle_cpu"]["all"],
+                    "CPU s/s",
+                    plain["idle_cpu"]["all"],
+                    f"{BASELINE.split(',')[0]}, idle",
+                    note="an empty topic polled: the price of the trigger interval",
+                )
+            )
     return rows
 
 
@@ -56,11 +68,16 @@ def breakdown_details(result: Result) -> list[str]:
     for q in ("p50", "p99"):
         cells = " | ".join(f"{r[f'{q}_ms']:,.0f}" for r in runs)
         lines.append(f"| publish-to-visible {q} | {cells} |")
+    if all("idle_cpu" in r for r in runs):
+        cells = " | ".join(f"{r['idle_cpu']['all']:.3f}" for r in runs)
+        lines.append(f"| idle: CPU s per s, every process | {cells} |")
     plain = result["figures"]["plain"]
     lines += [
         "",
         f"Baseline, same load: the plain loop's p50 {plain['p50_ms']:,.0f} ms and p99 "
-        f"{plain['p99_ms']:,.0f} ms. Executor steps are summed over a batch's tasks (they "
+        f"{plain['p99_ms']:,.0f} ms"
+        + (f", idle {plain['idle_cpu']['all']:.3f} CPU s per s" if "idle_cpu" in plain else "")
+        + ". Executor steps are summed over a batch's tasks (they "
         "run in parallel); `driver` is foreachBatch's whole time on the driver.",
     ]
     return lines

@@ -124,7 +124,9 @@ def build_spark_session(
         builder = builder.config("spark.local.dir", str(scratch)).config(
             "spark.driver.extraJavaOptions", java_options
         )
+        builder = builder.config(UNIX_SOCKETS, str(unix_sockets_fit(scratch)).lower())
     else:
+        builder = builder.config(UNIX_SOCKETS, "true")  # in each machine's java.io.tmpdir
         builder = builder.config("spark.driver.extraJavaOptions", spark.spark_java_options)
     with _jvm_working_dir(infra.state_dir / "spark-driver"):
         session = _create(builder, spark, app_name, jars)
@@ -144,6 +146,30 @@ def _log_errors_only(session: SparkSession, logger: str) -> None:
     jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
         logger, jvm.org.apache.logging.log4j.Level.ERROR
     )
+
+
+# The JVM talks to its Python workers (and to this driver) over Unix sockets rather than
+# TCP on loopback: a micro-batch of four mapInPandas tasks on two cores took about 180 ms
+# less than 75 ms over TCP (bench/notes.md, 2026-11-26), most likely the TCP stack's delays
+# on the many small messages of each task's hand-over. Spark puts the sockets in
+# java.io.tmpdir, here the scratch folder, named ".<uuid>.sock".
+UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
+SOCKET_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
+SOCKET_NAME_BYTES = len("/.00000000-0000-0000-0000-000000000000.sock")
+
+
+def unix_sockets_fit(folder: Path) -> bool:
+    """Whether Spark's socket files in ``folder`` fit a Unix socket path; when they do
+    not (a deep CM_STATE_DIR), the workers talk TCP as before, and a warning says why."""
+    fits = len(os.fsencode(folder)) + SOCKET_NAME_BYTES <= SOCKET_PATH_BYTES
+    if not fits:
+        logger.warning(
+            "Spark's Python workers use TCP on loopback, which is slower: the scratch folder "
+            "%s is too long for a Unix socket path (%d bytes at most with the socket's name)",
+            folder,
+            SOCKET_PATH_BYTES,
+        )
+    return fits
 
 
 CHECKPOINT_FILE_MANAGER = (

@@ -685,7 +685,7 @@ def _breakdown_run(trigger_ms: int, p50: float, p99: float, batch_ms: float) -> 
         "trigger_ms": trigger_ms, "batches": 12, "p50_ms": p50, "p99_ms": p99,
         "spark_ms": {"latestOffset": 3.0, "addBatch": batch_ms - 20, "triggerExecution": batch_ms},
         "steps_ms": {"collect": batch_ms - 60, "apply": 41.5},
-        "cpu_s_per_million": 140.0,
+        "cpu_s_per_million": 140.0, "idle_cpu": {"Spark JVM": 50 / trigger_ms, "all": 0.1},
     }  # fmt: skip
 
 
@@ -696,14 +696,21 @@ def test_the_batch_breakdown_compares_spark_with_the_baseline_and_lists_every_st
         "status": "ok",
         "figures": {
             "rate": 10_000,
-            "plain": {"p50_ms": 100.0, "p99_ms": 150.0, "cpu_s_per_million": 44.0},
+            "plain": {"p50_ms": 100.0, "p99_ms": 150.0, "cpu_s_per_million": 44.0,
+                      "idle_cpu": {"all": 0.02}},
             "spark": [
                 _breakdown_run(500, 550.0, 900.0, 400.0),
                 _breakdown_run(100, 180.0, 290.0, 120.0),
             ],
         },
     }  # fmt: skip
+    result["figures"]["spark"][1]["idle_cpu"]["all"] = 0.4
     figures = batch_breakdown(result)
+    idle = [(f.name, f.value, f.baseline) for f in figures if f.name.startswith("Spark idle")]
+    assert idle == [
+        ("Spark idle: CPU seconds per second (every process), 500 ms trigger", 0.1, 0.02),
+        ("Spark idle: CPU seconds per second (every process), 100 ms trigger", 0.4, 0.02),
+    ]
     ratios = {
         f.name.replace("publish-to-visible / baseline's, 10,000 updates/s, ", ""): f.value
         for f in figures
@@ -721,7 +728,8 @@ def test_the_batch_breakdown_compares_spark_with_the_baseline_and_lists_every_st
     assert "| Spark: triggerExecution | 400.0 | 120.0 |" in table
     assert "| step: apply | 41.5 | 41.5 |" in table
     assert "| publish-to-visible p99 | 900 | 290 |" in table
-    assert "p50 100 ms and p99 150 ms" in table
+    assert "p50 100 ms and p99 150 ms, idle 0.020 CPU s per s" in table
+    assert "| idle: CPU s per s, every process | 0.100 | 0.400 |" in table
 
 
 def _climbing(p50s: list[float], p99s: list[float], capacities: list[float]) -> list[Any]:
