@@ -1,9 +1,10 @@
 """The executor side: apply one Kafka partition's requests, in offset order, to Redis.
 
 ``PartitionApplier`` is the function ``mapInPandas`` runs on each input partition (one
-Kafka partition, offsets ascending). It decodes the records, sends bad ones to the
-dead-letter topic, applies the rest through the store's atomic, idempotent apply, and
-yields one summary row per collection touched for the driver's metrics.
+or more Kafka partitions, one after the other, each in offset order). It decodes the
+records, sends bad ones to the dead-letter topic, applies the rest through the store's
+atomic, idempotent apply, and yields one summary row per collection touched for the
+driver's metrics.
 """
 
 from __future__ import annotations
@@ -200,6 +201,17 @@ def _oldest_ms(frame: pd.DataFrame) -> int:
     return 0 if oldest is None or oldest != oldest else int(oldest.timestamp() * 1000)
 
 
+def by_partition(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """A chunk's rows of each Kafka partition, each in the chunk's order.
+
+    A task applies several Kafka partitions one after the other (``job.py`` coalesces
+    them to one task per core), and one Arrow chunk may hold the end of one and the start
+    of the next; the store applies one partition's requests at a time.
+    """
+    for _, part in frame.groupby("partition", sort=False):
+        yield part
+
+
 class PartitionApplier:
     """The ``mapInPandas`` function of the consumer (picklable: it holds only settings)."""
 
@@ -212,10 +224,8 @@ class PartitionApplier:
         cheapen_next_task()
         store = _store(self.settings)
         for frame in frames:
-            if frame.empty:
-                continue
-            oldest_ms = _oldest_ms(frame)
-            yield pd.DataFrame(self.apply(store, _records(frame), oldest_ms))
+            for part in by_partition(frame):
+                yield pd.DataFrame(self.apply(store, _records(part), _oldest_ms(part)))
 
     def apply(
         self, store: RedisStore, records: list[KafkaRecord], oldest_ms: int = 0
