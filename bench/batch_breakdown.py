@@ -147,7 +147,7 @@ def parser() -> argparse.ArgumentParser:
     parser = e2e_parser()
     parser.description = __doc__
     parser.set_defaults(rate=10_000, duration=10, drain_timeout=15)
-    parser.add_argument("--triggers", default="500,100", help="trigger intervals (ms)")
+    parser.add_argument("--triggers", default="500,250,100", help="trigger intervals (ms)")
     parser.add_argument("--idle-s", type=float, default=10.0, help="seconds sampled idle")
     return parser
 

@@ -45,6 +45,7 @@ from bench.e2e import PathResult, path_figures, run_path
 from bench.e2e_paths import CPU_PREFIX, bench_session, plain_consumer, spark_consumer
 from bench.e2e_workload import add_shape_options
 from bench.targets import CAPACITY_P99_MS
+from collection_manager.config import ConsumerConfig, from_env
 from collection_manager.devservices import Endpoints
 from collection_manager.devservices.redis_cluster import start_cluster as start_redis_cluster
 from collection_manager.devservices.spark_cluster import start_cluster as start_spark_cluster
@@ -197,7 +198,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--updates", type=int, default=500, help="updates per request (even)")
     parser.add_argument("--keys", type=int, default=5_000, help="rows per replica and collection")
     parser.add_argument("--probe-every", type=int, default=4, help="requests per probe")
-    parser.add_argument("--trigger-ms", type=int, default=500)
+    parser.add_argument(
+        "--trigger-ms",
+        type=int,
+        default=from_env(ConsumerConfig).trigger_interval_ms,
+        help="the consumer's (CM_TRIGGER_INTERVAL_MS) unless given",
+    )
     parser.add_argument("--drain-timeout", type=float, default=20, help="seconds")
     parser.add_argument(
         "--stop-above-ms", type=float, default=4_000, help="stop climbing past this p99"
