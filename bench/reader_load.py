@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -33,6 +34,7 @@ SPEC_COLUMNS = ("replica_id",)
 LOAD_REQUESTS = 200
 FILL_APPEND_ROWS = 2_000  # one append per merged group (MAX_GROUP_UPDATES)
 FILL_APPENDS_PER_CALL = 20
+FILL_THREADS = 2
 CALL_TIMEOUT_S = 600  # bench all's timeout stops a benchmark that hangs
 
 
@@ -84,20 +86,37 @@ def apply_at_full_speed(
 
 
 def fill(target: RedisStore, collection: str, replica: str, rows: int) -> float:
-    """Applies ``rows`` distinct rows of ``replica`` in big groups; returns the seconds taken."""
+    """Applies ``rows`` distinct rows of ``replica`` in big groups; returns the seconds taken.
+
+    Two threads, each on Kafka partition of its own (so each has its own watermark and
+    offsets), take turns with the blocks: one builds its requests while the other's call
+    runs in Redis.
+    """
     start = time.perf_counter()
-    offset = target.applied_offset(collection, "bench", 0)
-    appends = []
-    for first in range(0, rows, FILL_APPEND_ROWS):
-        updates = tuple(
-            ((replica, op, op * 7), 1) for op in range(first, min(rows, first + FILL_APPEND_ROWS))
-        )
-        appends.append(Append(collection, replica, 1, updates, produced_at=0))
-        if len(appends) == FILL_APPENDS_PER_CALL or first + FILL_APPEND_ROWS >= rows:
-            batch = [(offset + 1 + i, a) for i, a in enumerate(appends)]
-            target.apply_requests("bench", 0, batch)
-            offset, appends = offset + len(appends), []
+    block = FILL_APPEND_ROWS * FILL_APPENDS_PER_CALL
+    firsts = range(0, rows, block)
+
+    def fill_share(partition: int) -> None:
+        offset = target.applied_offset(collection, "bench", partition)
+        for first in firsts[partition::FILL_THREADS]:
+            appends = [
+                Append(collection, replica, 1, _fill_updates(replica, at, rows), produced_at=0)
+                for at in range(first, min(rows, first + block), FILL_APPEND_ROWS)
+            ]
+            target.apply_requests(
+                "bench", partition, [(offset + 1 + i, a) for i, a in enumerate(appends)]
+            )
+            offset += len(appends)
+
+    with ThreadPoolExecutor(FILL_THREADS) as pool:
+        list(pool.map(fill_share, range(FILL_THREADS)))  # list(): a share's error is raised
     return time.perf_counter() - start
+
+
+def _fill_updates(replica: str, first: int, rows: int) -> tuple[Any, ...]:
+    return tuple(
+        ((replica, op, op * 7), 1) for op in range(first, min(rows, first + FILL_APPEND_ROWS))
+    )
 
 
 def function_stats(client: redis.Redis) -> dict[str, Any]:

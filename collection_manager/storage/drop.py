@@ -8,13 +8,17 @@ A drop first records its state (``CollectionKeys.dropping``) and removes the col
 definition from the catalog: from then on nobody reads or writes it, and requests naming it
 are dead letters. Then ``cm_drop`` removes ``DROP_STEP_ROWS`` rows (and their index
 entries) a call until none is left, and then every key of the collection. No call holds
-Redis for longer than one step, however large the collection. A drop that stopped half way
+Redis for longer than one step, however large the collection, and after each step the
+drop waits half as long as the step took, so that it never keeps Redis busy more than
+about two thirds of the time. A drop that stopped half way
 (a killed command) is finished by the next drop or create of that name.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 
 import redis
 
@@ -29,6 +33,13 @@ from collection_manager.storage.ops import function_call
 _LAYOUT_NAME = "layout"
 # Rows one cm_drop call removes (with their index entries).
 DROP_STEP_ROWS = 500
+# The drop's share of Redis's time at most: after a step it waits (1 - share) / share times
+# as long as the step took (at 2/3, half as long). Back to back, the steps of a
+# ten-million-row drop (about 4 ms each) kept Redis about 80% busy for 100 s, and a reader
+# asking every 5 ms fell up to 2 s behind, though no reply took Redis more than 95 ms
+# (bench/reader_latency.py; bench/notes.md, 2026-11-26). A drop is not urgent: its
+# collection left the catalog before its first step.
+DROP_REDIS_SHARE = 2 / 3
 
 
 class CollectionDrop:
@@ -38,9 +49,15 @@ class CollectionDrop:
         client: a Redis client.
     """
 
-    def __init__(self, client: redis.Redis, step_rows: int = DROP_STEP_ROWS) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        step_rows: int = DROP_STEP_ROWS,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._client = client
         self._step_rows = step_rows
+        self._pause = pause
 
     def drop(self, collection: str) -> None:
         """Removes ``collection``'s definition, then its keys in steps (or finishes a drop
@@ -67,6 +84,9 @@ class CollectionDrop:
             return
         while True:
             args: list[str | int] = [keys.index_prefix, self._step_rows]
+            started = time.monotonic()
             reply = call(self._client, DROP, [*keys.function_keys(), keys.dropping], args)
             if as_text(reply) == "done":
                 return
+            took = time.monotonic() - started
+            self._pause(took * (1 - DROP_REDIS_SHARE) / DROP_REDIS_SHARE)

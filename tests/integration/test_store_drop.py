@@ -68,8 +68,12 @@ def test_a_drop_goes_in_steps_and_leaves_no_key(
     monkeypatch.setattr(
         store._drop._client, "fcall", lambda name, *a: calls.append(name) or real(name, *a)
     )
+    pauses: list[float] = []
+    store._drop._pause = pauses.append
     store.drop_collection(spec.name)
     assert calls.count(DROP) >= ROWS // STEP_ROWS  # bounded steps, not one call
+    # Redis is left to others between steps (as long as each step took), not after the last.
+    assert len(pauses) == calls.count(DROP) - 1 and all(p > 0 for p in pauses)
     assert _keys_of(redis, spec.name) == set()
     assert redis.hget(CATALOG, spec.name) is None
     with pytest.raises(UnknownCollectionError):
