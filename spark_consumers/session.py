@@ -149,10 +149,11 @@ def _log_errors_only(session: SparkSession, logger: str) -> None:
 
 
 # The JVM talks to its Python workers (and to this driver) over Unix sockets rather than
-# TCP on loopback: a micro-batch of four mapInPandas tasks on two cores took about 180 ms
-# less than 75 ms over TCP (bench/notes.md, 2026-11-26), most likely the TCP stack's delays
-# on the many small messages of each task's hand-over. Spark puts the sockets in
-# java.io.tmpdir, here the scratch folder, named ".<uuid>.sock".
+# TCP on loopback: a job of four mapInPandas tasks on local[2] took 118 ms against 197 ms
+# over TCP in the same run (bench/python_sockets.py, 2026-11-26); the consumer's batches
+# at 10,000 updates/s went from 291 to 234 ms (bench/batch_breakdown.py, before and
+# after). Spark puts the sockets in java.io.tmpdir, here the scratch folder, named
+# ".<uuid>.sock".
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 SOCKET_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
 SOCKET_NAME_BYTES = len("/.00000000-0000-0000-0000-000000000000.sock")
