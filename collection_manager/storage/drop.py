@@ -10,8 +10,8 @@ are dead letters. Then ``cm_drop`` removes ``DROP_STEP_ROWS`` rows (and their in
 entries) a call until none is left, and then every key of the collection. No call holds
 Redis for longer than one step, however large the collection, and after each step the
 drop waits half as long as the step took, so that it never keeps Redis busy more than
-about two thirds of the time. A drop that stopped half way
-(a killed command) is finished by the next drop or create of that name.
+about two thirds of the time. A drop that stopped half way (a killed command) is finished
+by the next drop or create of that name.
 """
 
 from __future__ import annotations
