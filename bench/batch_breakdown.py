@@ -24,21 +24,17 @@ Run: ``.venv/bin/python -m bench.batch_breakdown [--rate 10000] [--triggers 500,
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
-
 from bench.capacity import step_figures
 from bench.common import report, services
 from bench.cpu import cpu_by_kind
 from bench.e2e import parser as e2e_parser
-from bench.e2e import run_path
+from bench.e2e import run_path, scratch_topic
 from bench.e2e_paths import bench_session, plain_consumer, spark_consumer
 from collection_manager.devservices import Endpoints
 from spark_consumers.metrics import BatchMetrics
@@ -67,18 +63,11 @@ def idle_cpu(
     """CPU seconds per second of each process kind (and ``all``) while ``consumer`` runs on
     an empty topic for ``args.idle_s`` seconds."""
     topic = f"bench-idle-{label}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
-    try:
-        with consumer(topic):
-            time.sleep(SETTLE_S)
-            before, start = cpu_by_kind(), time.monotonic()
-            time.sleep(args.idle_s)
-            after, elapsed = cpu_by_kind(), time.monotonic() - start
-    finally:
-        for deleted in admin.delete_topics([topic, f"{topic}-dead"]).values():
-            with contextlib.suppress(KafkaException):  # the dead-letter topic may not exist
-                deleted.result(30)
+    with scratch_topic(endpoints, topic, args.partitions), consumer(topic):
+        time.sleep(SETTLE_S)
+        before, start = cpu_by_kind(), time.monotonic()
+        time.sleep(args.idle_s)
+        after, elapsed = cpu_by_kind(), time.monotonic() - start
     used = {kind: max(0.0, after[kind] - before.get(kind, 0.0)) / elapsed for kind in after}
     return used | {"all": sum(used.values())}
 

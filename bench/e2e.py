@@ -52,8 +52,8 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -180,22 +180,32 @@ def run_path(
     token = f"{label}-{uuid.uuid4().hex[:8]}"
     topic = f"bench-e2e-{token}"
     specs = bench_specs(args.collections, args.partitions, token)
-    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
-    store = RedisStore.connect(endpoints.redis_url)
-    for spec in specs:
-        store.create_collection(spec)
-    producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, client_id="bench-e2e"))
-    watcher = Watcher(endpoints.redis_url, [spec.name for spec in specs])
-    try:
-        messages = workload(specs, args)
-        with consumer(topic) as phases:
-            return measure(producer, topic, watcher, messages, phases, args)
-    finally:
-        watcher.stopping.set()  # when measure failed before stopping it
-        producer.close()
+    with scratch_topic(endpoints, topic, args.partitions):
+        store = RedisStore.connect(endpoints.redis_url)
         for spec in specs:
-            store.drop_collection(spec.name)
+            store.create_collection(spec)
+        producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, client_id="bench-e2e"))
+        watcher = Watcher(endpoints.redis_url, [spec.name for spec in specs])
+        try:
+            messages = workload(specs, args)
+            with consumer(topic) as phases:
+                return measure(producer, topic, watcher, messages, phases, args)
+        finally:
+            watcher.stopping.set()  # when measure failed before stopping it
+            producer.close()
+            for spec in specs:
+                store.drop_collection(spec.name)
+
+
+@contextmanager
+def scratch_topic(endpoints: Endpoints, topic: str, partitions: int) -> Iterator[None]:
+    """``topic`` created with ``partitions`` partitions, deleted after with the consumer's
+    dead-letter topic for it."""
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    try:
+        yield
+    finally:
         for deleted in admin.delete_topics([topic, f"{topic}-dead"]).values():
             with contextlib.suppress(KafkaException):  # the dead-letter topic may not exist
                 deleted.result(30)

@@ -88,9 +88,9 @@ def apply_at_full_speed(
 def fill(target: RedisStore, collection: str, replica: str, rows: int) -> float:
     """Applies ``rows`` distinct rows of ``replica`` in big groups; returns the seconds taken.
 
-    Two threads, each on Kafka partition of its own (so each has its own watermark and
-    offsets), take turns with the blocks: one builds its requests while the other's call
-    runs in Redis.
+    Two threads, each on a Kafka partition of its own (so each has its own watermark and
+    offsets), share the blocks: one builds its requests while the other's call runs in
+    Redis.
     """
     start = time.perf_counter()
     block = FILL_APPEND_ROWS * FILL_APPENDS_PER_CALL

@@ -11,6 +11,7 @@ all three in ``CM_KAFKA_BOOTSTRAP``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import signal
 import time
@@ -41,6 +42,7 @@ from collection_manager.devservices.processes import (
 
 REPLICATION_FACTOR = 3
 MIN_IN_SYNC = 2
+_START_ATTEMPTS = 3  # a start that lost a port race to another process is tried again
 
 _REPLICATED = f"""\
 default.replication.factor={REPLICATION_FACTOR}
@@ -135,9 +137,13 @@ class LocalKafkaCluster:
             time.sleep(0.25)
         raise InfrastructureError(f"topic {topic} was not in sync on every broker in time")
 
+    @functools.cached_property
+    def _admin(self) -> AdminClient:
+        # One for every poll: it names every broker and reconnects to those that return.
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+
     def _partitions(self, topic: str) -> dict[int, PartitionMetadata]:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-        found = admin.list_topics(topic, timeout=10).topics.get(topic)
+        found = self._admin.list_topics(topic, timeout=10).topics.get(topic)
         if found is None or found.error is not None:
             raise InfrastructureError(f"no metadata for topic {topic}: {found and found.error}")
         return dict(found.partitions)
@@ -185,6 +191,3 @@ def start_kafka_cluster(
             cluster.stop()
             raise
     raise AssertionError("unreachable")
-
-
-_START_ATTEMPTS = 3
