@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-processes test-images test-slow test-containers lint unit bench infra-up infra-down infra-status clean distclean
+.PHONY: release setup demo test test-processes test-images test-slow test-containers lint unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -28,6 +28,11 @@ demo: setup
 # Every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md and its plots.
 bench: setup
 	$(BIN)/collection-manager bench all
+
+# The release of pyproject.toml's version from its tag: dist/X.Y.Z/ (sdist and wheel,
+# twine-checked) and the images tagged X.Y.Z where an engine answers (CHANGELOG.md).
+release: $(STAMP)
+	docker/release.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

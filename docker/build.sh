@@ -4,6 +4,8 @@
 #
 #   docker/build.sh            with BASE_IMAGE (default: cm-base:bookworm when it exists,
 #                              as docker/engine.sh base makes it, else debian:bookworm-slim)
+#                              and CM_IMAGE_VERSION (docker/release.sh sets it), a tag
+#                              each image gets beside `latest`
 #
 # Wheels and jars are staged on the host (no HTTPS is needed inside a build): the project
 # and every dependency as wheels (pip wheel, from PyPI or pip's cache), the Kafka broker's
@@ -27,7 +29,7 @@ STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
 build() { # image, Dockerfile, context, more docker build arguments
   # (The legacy builder of Debian's docker.io warns that it is deprecated on every build.)
-  docker build -q --force-rm --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$1:latest" -f "$2" "${@:4}" "$3" \
+  docker build -q --force-rm --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$1:latest" ${CM_IMAGE_VERSION:+-t "$1:$CM_IMAGE_VERSION"} -f "$2" "${@:4}" "$3" \
     2> >(grep -v -e DEPRECATED -e buildx -e '^ *$' >&2) >/dev/null
   echo "built $1 (from $BASE_IMAGE)"
 }

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
+import collection_manager
 from collection_manager.cli.main import build_parser, main
 from collection_manager.cli.output import output_format, tsv_line
 
@@ -108,7 +110,11 @@ def test_version_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.startswith("collection-manager ")
+    version, commit = re.fullmatch(
+        r"collection-manager (\S+) \(commit (\S+)\)\n", capsys.readouterr().out
+    ).groups()
+    assert version == collection_manager.__version__
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", commit)
 
 
 @pytest.mark.parametrize(
