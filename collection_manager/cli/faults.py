@@ -1,7 +1,8 @@
 """What the CLI prints instead of a traceback: one ``error:`` line per fault.
 
-Every project error, every Redis or Kafka fault, and a broken pipe or Ctrl-C end the
-command with one line and a non-zero code; ``-v`` adds the chain of causes. Whatever is
+Every project error, every Redis or Kafka fault, and Ctrl-C end the command with one line
+and a non-zero code; ``-v`` adds the chain of causes. A reader that went away (``| head``)
+is no fault: the command ends quietly with ``PIPE_CLOSED``. Whatever is
 printed goes through :func:`redact`, so a password in a URL never reaches the terminal.
 """
 
@@ -16,10 +17,13 @@ from collection_manager.core.errors import CollectionManagerError
 from collection_manager.storage.client import REDIS_FAULTS
 
 # Exit codes: 1 for a fault of the command's input or services, 2 for a command line that
-# is no valid use (as argparse exits), 130 for Ctrl-C.
+# is no valid use (as argparse exits), 130 for Ctrl-C, and 141 (128 + SIGPIPE) when the
+# reader of stdout went away: the status a shell shows for git or coreutils' cat stopped
+# by a closed pipe, so `set -o pipefail` treats all of them alike.
 FAILED = 1
 USAGE = 2
 INTERRUPTED = 130
+PIPE_CLOSED = 141
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+")
 

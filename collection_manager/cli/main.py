@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.metadata
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from collection_manager import release
 from collection_manager.cli import bench, collections, infra, pipeline, progress, replicas, status
 from collection_manager.cli.faults import (
     FAILED,
     INTERRUPTED,
+    PIPE_CLOSED,
     SERVICE_FAULTS,
     USAGE,
     causes,
@@ -65,11 +68,18 @@ class _Commands:
         return parser
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("collection-manager")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(prog="collection-manager", description=DESCRIPTION)
     parser.set_defaults(verbose=False)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {release.describe()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     add_output_options(parser, "the reading commands' output (see each one's --help)")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands = _Commands(subparsers)
@@ -100,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # an OSError, but no fault: entry() ends quietly
+        raise
     except UsageError as exc:
         print(f"error: {exc}\nsee: {parser.prog} {args.command} --help", file=sys.stderr)
         return USAGE
@@ -114,13 +126,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
 
 
+def _reader_gone() -> int:
+    """The reader of stdout went away (``| head -1``): no error, as for git or coreutils.
+
+    As Python's documentation of SIGPIPE advises, stdout then points at /dev/null, so the
+    flush at interpreter exit does not fail a second time with what is still buffered.
+    """
+    with contextlib.suppress(OSError, ValueError):  # ValueError: stdout is no real file
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return PIPE_CLOSED
+
+
 def entry() -> NoReturn:
     """The console script: :func:`main`, then exit with its code.
 
     Once ``main`` returned, the command's work is done: a Ctrl-C that lands while the
-    interpreter shuts down would kill it with SIGINT instead of its exit code.
+    interpreter shuts down would kill it with SIGINT instead of its exit code. stdout is
+    flushed here, not at interpreter exit, so that a reader gone before the last lines is
+    seen (and after argparse's exit too: ``--help | head -1``).
     """
-    code = main()
+    try:
+        try:
+            code = main()
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)
 
