@@ -17,6 +17,7 @@ from collection_manager.cli.output import TableView, add_format_option, moment, 
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
+from collection_manager.control.errors import NotAMemberError
 from collection_manager.control.members import REMOVED
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.specs import CollectionSpec
@@ -296,8 +297,7 @@ def run_remove(args: argparse.Namespace) -> int:
     finally:
         controller.close()
     if epoch is None:
-        print(f"replica {args.replica_id} is not a member")
-        return 1
+        raise NotAMemberError(args.replica_id)
     print(f"removed replica {args.replica_id}: epoch {epoch} fenced, its rows retracted")
     return 0
 
