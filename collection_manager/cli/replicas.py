@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from collection_manager import devservices
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
+from collection_manager.cli.source_options import (
+    DEFAULT_SOURCE,
+    RUN_PROG,
+    HelpWithSources,
+    run_sources,
+)
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
@@ -51,13 +57,21 @@ def register(commands: Any) -> None:
     """Adds ``replica``, ``replicas`` and ``controller``."""
     replica = commands.add_parser("replica", help="run a replica agent, or remove a replica")
     actions = replica.add_subparsers(dest="action", required=True)
-    run = actions.add_parser("run", help="add a replica and run its agent until SIGTERM")
+    run = actions.add_parser(
+        "run", help="add a replica and run its agent until SIGTERM", add_help=False
+    )
+    run.add_argument(
+        "-h",
+        "--help",
+        action=HelpWithSources,
+        help="show this help, then each source's own options, and exit",
+    )
     run.add_argument("--id", required=True, dest="replica_id", help="the replica id")
     run.add_argument(
         "--source",
-        default="simulated",
-        help="what to introspect (default simulated); its own options follow, see "
-        "`collection-manager replica sources`",
+        default=DEFAULT_SOURCE,
+        help=f"what to introspect (default {DEFAULT_SOURCE}); its own options follow it "
+        "(below, and in `collection-manager replica sources`)",
     )
     run.add_argument(
         "--rate",
@@ -159,29 +173,12 @@ def _until_stopped(agent: ReplicaAgent, state_file: Path | None) -> Callable[[],
     return done
 
 
-_RUN_PROG = "collection-manager replica run"
-
-
-def run_sources(_args: argparse.Namespace) -> int:
-    """Lists every source with what it publishes and its own options."""
-    from producers.sources.plugin import load_source, options_help, source_names
-
-    for name in source_names():
-        plugin = load_source(name)
-        published = ", ".join(
-            c.name + (" (rows expire)" if c.expires else "") for c in plugin.collections
-        )
-        print(f"{name}: {plugin.summary}\n  publishes: {published}")
-        print("  " + options_help(plugin, _RUN_PROG).rstrip().replace("\n", "\n  ") + "\n")
-    return 0
-
-
 def _agent_sources(args: argparse.Namespace, replica: ReplicaConfig) -> AgentSources:
     """The source ``--source`` names, its options parsed and checked (before connecting)."""
     from producers.sources.plugin import SourceContext, load_source, parse_options
 
     plugin = load_source(args.source)
-    options = parse_options(plugin, getattr(args, "source_args", []), _RUN_PROG)
+    options = parse_options(plugin, getattr(args, "source_args", []), RUN_PROG)
     step_interval_ms = replica.step_interval_ms
     if args.rate:
         step_interval_ms = max(1, round(1000 / args.rate))

@@ -178,7 +178,8 @@ class OpenMetricsPlugin:
             action="append",
             default=[],
             metavar="REGEX",
-            help="drop metric families whose name matches one (repeatable; wins over --include)",
+            help="drop metric families whose name matches one (repeatable; wins over "
+            "--include; default: none)",
         )
         parser.add_argument(
             "--max-samples",

@@ -202,3 +202,11 @@ def options_help(plugin: SourcePlugin, prog: str) -> str:
     )
     plugin.add_arguments(parser)
     return parser.format_help()
+
+
+def options_section(plugin: SourcePlugin, title: str) -> str:
+    """The source's own options as one help section headed ``title``, without a usage."""
+    parser = argparse.ArgumentParser(usage=argparse.SUPPRESS, add_help=False)
+    parser._optionals.title = title  # argparse's only handle on the section's heading
+    plugin.add_arguments(parser)
+    return parser.format_help()
