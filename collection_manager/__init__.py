@@ -1,3 +1,3 @@
 """collection-manager: a replica fleet's introspection data, unified in Redis."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"

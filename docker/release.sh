@@ -26,7 +26,8 @@ trap 'rm -rf "$SRC"' EXIT
 git archive "$TAG" | tar -x -C "$SRC"
 git rev-parse --short=12 "$COMMIT" >"$SRC/collection_manager/COMMIT"
 rm -rf "dist/$VERSION"
-.venv/bin/python -m build --sdist --wheel --outdir "dist/$VERSION" "$SRC" >/dev/null
+.venv/bin/python -m build --sdist --wheel --outdir "dist/$VERSION" "$SRC" >"$SRC/build.log" 2>&1 \
+  || { cat "$SRC/build.log" >&2; exit 1; }
 .venv/bin/twine check --strict "dist/$VERSION"/*
 echo "built dist/$VERSION from $TAG (commit $(cat "$SRC/collection_manager/COMMIT"))"
 

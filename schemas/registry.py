@@ -155,11 +155,26 @@ def request_schema() -> dict[str, Any]:
     return copy.deepcopy(_request_schema())
 
 
+# The request schemas of earlier releases that differ from the current one: messages they
+# wrote stay readable (on the topic, or from agents not yet upgraded). When requests.avsc
+# changes, the released file goes here as history/requests-<version>.avsc; the test
+# command checks that every release's schema is registered (tests/unit/test_schema_compat).
+HISTORY = "history"
+
+
+def released_request_schemas() -> list[dict[str, Any]]:
+    """Every earlier release's request schema kept in ``history/``."""
+    folder = resources.files("schemas").joinpath(HISTORY)
+    if not folder.is_dir():
+        return []
+    names = sorted(e.name for e in folder.iterdir() if e.name.endswith(".avsc"))
+    return [load_avsc(f"{HISTORY}/{name}") for name in names]
+
+
 @functools.cache
 def default_registry() -> SchemaRegistry:
-    """The registry of the current request schema, shared by the process.
-
-    Register older request schemas here when the schema changes, so messages already on
-    the topic stay readable.
-    """
-    return SchemaRegistry(request_schema())
+    """The registry of the current request schema and the released ones, for the process."""
+    registry = SchemaRegistry(request_schema())
+    for released in released_request_schemas():
+        registry.register(released)
+    return registry
