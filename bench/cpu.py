@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.devservices.services import load_services
+from collection_manager.config.services import load_services
 
 BROKER, REDIS, BENCH, JVM, WORKERS, PLAIN = (
     "Kafka broker",

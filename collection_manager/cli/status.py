@@ -16,9 +16,9 @@ from confluent_kafka import KafkaException
 from collection_manager import devservices
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.config.services import load_services
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.devservices.services import load_services
 from collection_manager.kafka.lag import lag_now
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.counters import SHOWN_COUNTERS

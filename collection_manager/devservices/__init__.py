@@ -17,20 +17,26 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from collection_manager.config import InfraConfig
+from collection_manager.config.services import (
+    Endpoints,
+    Service,
+    configured,
+    is_running,
+    load_services,
+    pid_alive,
+    save_services,
+)
+from collection_manager.config.services import running as running  # the CLI's way in
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.kafka_broker import kafka_answers, start_kafka
 from collection_manager.devservices.processes import (
     GONE,
     STILL_RUNNING,
-    cmdline_contains,
     interrupts_deferred,
-    pid_alive,
-    start_time,
     stop_recorded,
     wait_until_ready,
 )
 from collection_manager.devservices.redis_server import redis_answers, start_redis
-from collection_manager.devservices.services import Service, load_services, save_services
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +45,6 @@ _START: dict[str, Callable[[InfraConfig, Callable[[Service], None]], Service]] =
     "kafka": start_kafka,
     "redis": start_redis,
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Endpoints:
-    """Where the services are, and which of them this call started."""
-
-    kafka_bootstrap: str
-    redis_url: str
-    started: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,16 +68,6 @@ def _locked(config: InfraConfig) -> Iterator[None]:
         yield
 
 
-def _configured(config: InfraConfig, name: str) -> str | None:
-    return config.kafka_bootstrap if name == "kafka" else config.redis_url
-
-
-def _running(service: Service) -> bool:
-    if service.started is None:  # recorded by an older version: known by its command line
-        return pid_alive(service.pid) and cmdline_contains(service.pid, service.marker)
-    return start_time(service.pid) == service.started
-
-
 def up(config: InfraConfig) -> Endpoints:
     """Makes Kafka and Redis available and says where they are."""
     with _locked(config):
@@ -88,16 +75,14 @@ def up(config: InfraConfig) -> Endpoints:
         addresses: dict[str, str] = {}
         started: list[str] = []
         for name in ("kafka", "redis"):
-            configured = _configured(config, name)
-            if configured:
-                if not _ANSWERS[name](configured):
-                    raise InfrastructureError(
-                        f"the configured {name} at {configured} does not answer"
-                    )
-                addresses[name] = configured
+            given = configured(config, name)
+            if given:
+                if not _ANSWERS[name](given):
+                    raise InfrastructureError(f"the configured {name} at {given} does not answer")
+                addresses[name] = given
                 continue
             old = recorded.get(name)
-            if old and _running(old):
+            if old and is_running(old):
                 # Never restart a running service that is slow to answer: it may be busy
                 # (a long script, loading its AOF), and killing it would lose work.
                 answers = functools.partial(_ANSWERS[name], old.address)
@@ -138,36 +123,6 @@ def _start(config: InfraConfig, name: str, recorded: dict[str, Service]) -> Serv
         raise
 
 
-def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) -> Endpoints:
-    """The configured or recorded services, for the product's commands.
-
-    Unlike ``up`` it starts nothing: a command must not leave a broker running behind it.
-    A service outside ``needs`` that is neither configured nor running has the address
-    ``""`` (reads need only Redis, so they work while Kafka is down or absent).
-
-    Raises:
-        InfrastructureError: when a needed service is neither configured nor running.
-    """
-    recorded = load_services(config.services_file)
-    addresses: dict[str, str] = {}
-    for name in ("kafka", "redis"):
-        configured = _configured(config, name)
-        old = recorded.get(name)
-        if configured:
-            addresses[name] = configured
-        elif old and _running(old):
-            addresses[name] = old.address
-        elif name not in needs:
-            addresses[name] = ""
-        else:
-            variable = "CM_KAFKA_BOOTSTRAP" if name == "kafka" else "CM_REDIS_URL"
-            raise InfrastructureError(
-                f"no {name} to use: start one with `collection-manager infra up` "
-                f"(state dir {config.state_dir}) or set {variable}"
-            )
-    return Endpoints(addresses["kafka"], addresses["redis"])
-
-
 @dataclasses.dataclass(frozen=True)
 class Stop:
     """What ``down`` did with one recorded service: ``outcome`` is one of ``STOPPED``,
@@ -202,7 +157,7 @@ def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> li
             if service.started is not None:
                 outcome = stop_recorded(service.pid, service.started)
             else:
-                outcome = UNIDENTIFIED if _running(service) else GONE
+                outcome = UNIDENTIFIED if is_running(service) else GONE
             stops.append(Stop(name, service.pid, outcome))
             if outcome not in (STILL_RUNNING, UNIDENTIFIED):
                 del recorded[name]
@@ -215,13 +170,11 @@ def status(config: InfraConfig) -> list[ServiceStatus]:
     recorded = load_services(config.services_file)
     rows = []
     for name in ("kafka", "redis"):
-        configured = _configured(config, name)
+        given = configured(config, name)
         service = recorded.get(name)
-        if configured:
-            rows.append(
-                ServiceStatus(name, "configured", configured, None, _ANSWERS[name](configured), "")
-            )
-        elif service and _running(service):
+        if given:
+            rows.append(ServiceStatus(name, "configured", given, None, _ANSWERS[name](given), ""))
+        elif service and is_running(service):
             rows.append(
                 ServiceStatus(
                     name,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from collection_manager.config import KAFKA_VERSION, InfraConfig
 from collection_manager.config.machine import require_jars, require_java
+from collection_manager.config.services import Service
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.processes import (
     LOOPBACK,
@@ -23,7 +24,6 @@ from collection_manager.devservices.processes import (
     start_time,
     wait_until_ready,
 )
-from collection_manager.devservices.services import Service
 
 logger = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from collection_manager.config.services import pid_alive, start_time
 from collection_manager.core.errors import InfrastructureError
 
 logger = logging.getLogger(__name__)
@@ -132,34 +133,6 @@ def start_process(
     return proc.pid
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-def start_time(pid: int) -> int | None:
-    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22), or
-    None when no live process has that pid. With the pid it names one process for sure: a
-    pid the kernel hands out again comes with a later start time."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(") ", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    # fields[0] is field 3 (the state); a zombie has exited and only waits to be reaped.
-    return None if fields[0] == "Z" else int(fields[19])
-
-
 # What became of a recorded process when it was to be stopped (``stop_recorded``).
 STOPPED, GONE, REPLACED, STILL_RUNNING = "stopped", "gone", "replaced", "still running"
 
@@ -191,15 +164,6 @@ def stop_recorded(pid: int, started: int, grace_s: float = 15.0) -> str:
         return STILL_RUNNING
     finally:
         os.close(pidfd)
-
-
-def cmdline_contains(pid: int, marker: str) -> bool:
-    """Whether the command line of ``pid`` mentions ``marker`` (guards against pid reuse)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return marker.encode() in f.read()
-    except OSError:
-        return False
 
 
 def _reap(pid: int) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from collection_manager.config import InfraConfig
 from collection_manager.config.machine import SETUP_HINT
+from collection_manager.config.services import Service
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.processes import (
     LOOPBACK,
@@ -16,7 +17,6 @@ from collection_manager.devservices.processes import (
     start_time,
     wait_until_ready,
 )
-from collection_manager.devservices.services import Service
 
 logger = logging.getLogger(__name__)
 

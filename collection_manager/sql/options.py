@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 
 import redis
 
-from collection_manager.config import redact_url
+from collection_manager.config import InfraConfig, from_env, redact_url
+from collection_manager.config.services import running
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import REDIS_FAULTS, connected_client
@@ -38,15 +38,13 @@ class Connection:
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> Connection:
-        """From a read's options: ``load("<collection>")`` and ``redis.url`` (or, without
-        it, ``CM_REDIS_URL`` of the process)."""
+        """From a read's options: ``load("<collection>")`` and ``redis.url``; without it,
+        the Redis the CLI would use (``CM_REDIS_URL``, else the one ``infra up`` started).
+        """
         collection = option(options, "path")
         if not collection:
             raise OptionError('no collection given: load("<collection>")')
-        url = option(options, URL_OPTION) or os.environ.get("CM_REDIS_URL")
-        if not url:
-            raise OptionError(f"no Redis given: set option {URL_OPTION} or CM_REDIS_URL")
-        return cls(url, collection)
+        return cls(option(options, URL_OPTION) or _redis_of_the_cli(), collection)
 
     def client(self) -> redis.Redis:
         """A client of the Redis that answered (one per task: clients do not travel)."""
@@ -70,6 +68,15 @@ class Connection:
             raise self.unreachable(exc) from None
         finally:
             client.close()
+
+
+def _redis_of_the_cli() -> str:
+    # Resolved where the CLI resolves it, so that an example run beside `infra up` needs no
+    # option; the error stays one line, naming the option too.
+    try:
+        return running(from_env(InfraConfig), needs=("redis",)).redis_url
+    except InfrastructureError as exc:
+        raise OptionError(f"{exc}, or give option {URL_OPTION}") from None
 
 
 def bounded_int(options: Mapping[str, str], name: str, low: int, high: int) -> int | None:

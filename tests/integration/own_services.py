@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from collection_manager.config import InfraConfig
+from collection_manager.config.services import Service
 from collection_manager.devservices.kafka_broker import start_kafka
 from collection_manager.devservices.processes import stop_pid
 from collection_manager.devservices.redis_server import start_redis
-from collection_manager.devservices.services import Service
 from tests.integration.service_containers import ServiceContainer
 
 

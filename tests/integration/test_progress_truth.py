@@ -24,10 +24,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager import devservices
 from collection_manager.config import InfraConfig
+from collection_manager.config.services import Service
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.devservices.processes import stop_pid
 from collection_manager.devservices.redis_server import start_redis
-from collection_manager.devservices.services import Service
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.progress import progress_key
 from collection_manager.storage.store import RedisStore

@@ -23,11 +23,11 @@ from collection_manager import devservices
 from collection_manager.cli.main import main
 from collection_manager.cli.status import collection_infos
 from collection_manager.config import InfraConfig, ReplicaConfig
+from collection_manager.config.services import Service, save_services
 from collection_manager.control.controller import Controller
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.devservices.services import Service, save_services
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat, alive_key, beat_key
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.store import RedisStore, wall_clock_ms

@@ -53,6 +53,8 @@ def test_a_closed_pipe_ends_the_command_quietly_with_141(
 
 @pytest.mark.parametrize("argv", [("--help",), ("replica", "run", "--help")])
 def test_help_into_a_closed_pipe_says_nothing(argv: tuple[str, ...], tmp_path: Path) -> None:
-    # argparse itself drops a failed write of its help and exits 0, as `--help` does.
+    # argparse drops a failed write of its help and exits 0: so with a help longer than
+    # stdout's buffer (written at once); a shorter one fails at entry()'s flush: 141.
     done = _into_closed_pipe(argv, tmp_path)
-    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stderr == ""
+    assert done.returncode in (0, PIPE_CLOSED)

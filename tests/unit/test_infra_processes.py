@@ -11,20 +11,24 @@ import pytest
 
 from collection_manager.cli.main import main
 from collection_manager.config import InfraConfig
+from collection_manager.config.services import (
+    Service,
+    cmdline_contains,
+    load_services,
+    pid_alive,
+    save_services,
+    start_time,
+)
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices import UNIDENTIFIED, Stop, down, maven, redis_server, status
 from collection_manager.devservices.processes import (
     GONE,
     LOOPBACK,
     choose_port,
-    cmdline_contains,
-    pid_alive,
     start_process,
-    start_time,
     stop_pid,
     wait_until_ready,
 )
-from collection_manager.devservices.services import Service, load_services, save_services
 from tests.support import assert_eventually
 
 

@@ -177,18 +177,6 @@ def test_options_are_checked_with_their_bounds_named() -> None:
         Connection.of({"redis.url": "redis://127.0.0.1:1"})
 
 
-def test_the_redis_url_comes_from_the_option_or_cm_redis_url(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("CM_REDIS_URL", raising=False)
-    with pytest.raises(OptionError, match=r"set option redis\.url or CM_REDIS_URL"):
-        Connection.of({"path": "sizes"})
-    monkeypatch.setenv("CM_REDIS_URL", "redis://127.0.0.1:7")
-    assert Connection.of({"path": "sizes"}).url == "redis://127.0.0.1:7"
-    given = Connection.of({"path": "sizes", "REDIS.URL": "redis://127.0.0.1:8"})
-    assert given.url == "redis://127.0.0.1:8"
-
-
 def test_starting_time() -> None:
     assert starting_after({}, 17) == 17
     assert starting_after({"startingtime": "earliest"}, 17) == 0
