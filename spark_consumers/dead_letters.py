@@ -22,7 +22,7 @@ from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from collection_manager.kafka.errors import ProducerError, TopicConfigError
+from collection_manager.kafka.errors import ProducerError, TopicConfigError, TopicMissingError
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.kafka.topics import max_message_bytes
 from collection_manager.storage.dead_letters import (
@@ -63,7 +63,13 @@ def producer_max_bytes(request_topic_max: int | None) -> int:
 def _topic_limit(bootstrap: str, topic: str) -> int | None:
     try:
         return max_message_bytes(bootstrap, [topic])[topic]
-    except TopicConfigError as exc:  # named reason: the topic may not exist yet
+    except TopicMissingError:
+        # Normal on a first start: a broker that creates topics on first use makes it for
+        # the first dead letter (else that letter is recorded as unpublished, and status
+        # shows it). Nothing is wrong yet, so no warning.
+        logger.info("topic %r does not exist yet: its max.message.bytes is the broker's", topic)
+        return None
+    except TopicConfigError as exc:
         logger.warning("max.message.bytes of %r unknown: %s", topic, exc)
         return None
 

@@ -20,8 +20,9 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
-from collection_manager.storage.client import REDIS_FAULTS
+from collection_manager.storage.client import REDIS_FAULTS, connected_client
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
+from collection_manager.storage.library import install, library_name
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
@@ -167,6 +168,7 @@ def run_consumer(
     endpoints: Any,
     replica_namespace: str,
     duration_s: float | None = None,
+    ready: Callable[[str | None], None] | None = None,
 ) -> None:
     """Runs the consumer until SIGTERM/SIGINT (or ``duration_s``), through any outage.
 
@@ -179,6 +181,8 @@ def run_consumer(
 
     Args:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
+        ready: called once, when the streaming query first runs, with the URL of the
+            metrics and health listener (None without one): the CLI's ready line.
     """
     # First: a listen address that is taken ends the command before anything started.
     observed = ConsumerObservability(
@@ -200,7 +204,9 @@ def run_consumer(
         report=lambda ongoing: observed.outage(ongoing, retried=ongoing),
     )
     probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
-    heartbeat = Heartbeat(endpoints.redis_url, CONSUMER, config.topic).start()
+    heartbeat = Heartbeat(
+        endpoints.redis_url, CONSUMER, config.topic, library=library_name()
+    ).start()
     group = (
         GroupOffsets(endpoints.kafka_bootstrap, config.topic, config.commit_group)
         if config.commit_group
@@ -237,6 +243,9 @@ def run_consumer(
                     endpoints.kafka_bootstrap,
                     redact_url(endpoints.redis_url),
                 )
+                if ready is not None:
+                    ready(observed.url)
+                    ready = None  # once: a query restarted after an outage is no news
                 watch(
                     query, stop, None, endpoints.redis_url, timer, outage.recovered,
                     outage, config.trigger_interval_ms, config.topic, observed,
@@ -271,7 +280,9 @@ def _batch_done(
 
 
 def _prepared_store(redis_url: str) -> RedisStore:
-    store = RedisStore.connect(redis_url)
+    client = connected_client(redis_url)
+    install(client)  # this version's functions, beside those of other versions (design §14)
+    store = RedisStore(client)
     ensure_introspection_collections(store)
     store.finish_deletes()  # one a stopped consumer left half done becomes readable now
     return store

@@ -137,6 +137,11 @@ def build_spark_session(
     _log_errors_only(
         session, "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"
     )
+    # Stopping a query between two batches (run.stop_between_batches) cancels its job
+    # group while none of its jobs runs, and the scheduler then warns "Failed to cancel
+    # job group ... Cannot find active jobs for it" on every clean stop, after stop()
+    # returned. A job that fails reaches the query as its exception, so errors suffice.
+    _log_errors_only(session, "org.apache.spark.scheduler.DAGScheduler")
     return session
 
 

@@ -17,6 +17,7 @@ from collection_manager.config import (
     ReplicaConfig,
     SparkConfig,
     from_env,
+    redact_url,
 )
 
 N = TypeVar("N", int, float)
@@ -72,10 +73,23 @@ def run_consume(args: argparse.Namespace) -> int:
     endpoints = devservices.running(infra_config)
     # The controller's namespace: the consumer reads its epoch counters (docs/design.md §6).
     namespace = from_env(ReplicaConfig).replica_namespace
-    run_consumer(
-        from_env(ConsumerConfig), spark_config, infra_config, endpoints, namespace, args.duration
-    )
+    config = from_env(ConsumerConfig)
+    ready = _ready_line(config.topic, endpoints)
+    run_consumer(config, spark_config, infra_config, endpoints, namespace, args.duration, ready)
     return 0
+
+
+def _ready_line(topic: str, endpoints: devservices.Endpoints) -> Callable[[str | None], None]:
+    """Prints the line that says the consumer runs, as ``controller run`` and ``replica
+    run`` do: with the listener's real address (the port 0 of a setting picks any)."""
+
+    def ready(url: str | None) -> None:
+        at = "" if url is None else f"; metrics and health at {url}"
+        redis = redact_url(endpoints.redis_url)
+        print(f"consumer running: {topic} from {endpoints.kafka_bootstrap} into {redis}{at}")
+        sys.stdout.flush()  # a reader of a pipe (a supervisor, a test) sees it now
+
+    return ready
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -20,3 +20,8 @@ class ProducerQueueFullError(ProducerError):
 
 class TopicConfigError(CollectionManagerError):
     """A topic's configuration could not be read (missing topic, broker not answering)."""
+
+
+class TopicMissingError(TopicConfigError):
+    """The topic does not exist (yet): normal before its first message, unlike a broker
+    that does not answer."""

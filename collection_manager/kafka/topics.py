@@ -8,10 +8,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from collection_manager.kafka.errors import TopicConfigError
+from collection_manager.kafka.errors import TopicConfigError, TopicMissingError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from collection_manager.kafka.security import from_environment
 
@@ -109,7 +109,8 @@ def max_message_bytes(
     """Each topic's ``max.message.bytes`` (the largest record batch it accepts).
 
     Raises:
-        TopicConfigError: when a topic does not exist or the broker does not answer.
+        TopicMissingError: when a topic does not exist.
+        TopicConfigError: when the broker does not answer.
     """
     admin = admin_client(bootstrap)
     resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
@@ -119,6 +120,13 @@ def max_message_bytes(
         try:
             entries = future.result(timeout_s)
         except (KafkaException, TimeoutError) as exc:
-            raise TopicConfigError(f"cannot describe topic {resource.name!r}: {exc}") from exc
+            kind = TopicMissingError if _unknown_topic(exc) else TopicConfigError
+            raise kind(f"cannot describe topic {resource.name!r}: {exc}") from exc
         found[resource.name] = int(entries[MAX_MESSAGE_BYTES].value)
     return found
+
+
+def _unknown_topic(exc: BaseException) -> bool:
+    """Whether the broker said that the topic does not exist."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
