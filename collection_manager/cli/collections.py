@@ -41,8 +41,9 @@ from collection_manager.core.errors import SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row, Value
-from collection_manager.storage.client import patiently
+from collection_manager.storage.client import connected_client, patiently
 from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.library import install
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
@@ -130,10 +131,18 @@ def register(commands: Any) -> None:
     _register_admin(commands, spec)
 
 
-def store_from_env() -> RedisStore:
-    """The store of the configured (or running local) Redis; starts nothing."""
+def store_from_env(load_functions: bool = False) -> RedisStore:
+    """The store of the configured (or running local) Redis; starts nothing.
+
+    Args:
+        load_functions: load this version's store functions first, as the commands that
+            create collections do (readers never load them: design §14).
+    """
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
-    return RedisStore.connect(endpoints.redis_url)
+    client = connected_client(endpoints.redis_url)
+    if load_functions:
+        install(client)
+    return RedisStore(client)
 
 
 def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:
@@ -439,14 +448,14 @@ def run_describe(args: argparse.Namespace) -> int:
 def run_create(args: argparse.Namespace) -> int:
     """Creates a collection from a row schema file."""
     spec = _spec_from_file(args.name, args.schema, args.index)  # checked before connecting
-    store_from_env().create_collection(spec)
+    store_from_env(load_functions=True).create_collection(spec)
     print(f"created {args.name}")
     return 0
 
 
 def run_create_introspection(_args: argparse.Namespace) -> int:
     """Creates the built-in introspection collections."""
-    store = store_from_env()
+    store = store_from_env(load_functions=True)
     for spec in introspection_specs():
         store.create_collection(spec)
     print("created: " + ", ".join(spec.name for spec in introspection_specs()))

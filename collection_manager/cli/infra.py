@@ -11,6 +11,8 @@ from collection_manager.cli.output import FORMAT_HELP, TableView, add_output_opt
 from collection_manager.config import InfraConfig, from_env, redact_url
 from collection_manager.devservices import UNIDENTIFIED
 from collection_manager.devservices.processes import GONE, REPLACED, STILL_RUNNING, STOPPED
+from collection_manager.storage.client import connected_client
+from collection_manager.storage.library import install
 
 
 def register(commands: Any) -> None:
@@ -47,11 +49,21 @@ def run_setup(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_functions(redis_url: str) -> None:
+    client = connected_client(redis_url)
+    try:
+        install(client)
+    finally:
+        client.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``infra up``, ``down`` or ``status``."""
     config = from_env(InfraConfig)
     if args.action == "up":
         endpoints = devservices.up(config)
+        if "redis" in endpoints.started:  # a Redis of its own: ready for readers at once
+            _load_functions(endpoints.redis_url)
         print(f"kafka {endpoints.kafka_bootstrap}\nredis {redact_url(endpoints.redis_url)}")
         if endpoints.started:
             started = ", ".join(endpoints.started)

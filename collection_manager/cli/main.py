@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import logging
 import os
 import signal
@@ -12,7 +11,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from collection_manager.cli import bench, collections, infra, pipeline, progress, replicas, status
+from collection_manager import release
+from collection_manager.cli import (
+    bench,
+    collections,
+    functions,
+    infra,
+    pipeline,
+    progress,
+    replicas,
+    status,
+)
 from collection_manager.cli.faults import (
     FAILED,
     INTERRUPTED,
@@ -26,7 +35,7 @@ from collection_manager.cli.output import add_output_options, output_format
 from collection_manager.config.errors import UsageError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
-SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, bench)
+SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, functions, bench)
 
 
 DESCRIPTION = (
@@ -68,18 +77,11 @@ class _Commands:
         return parser
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("collection-manager")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "(not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(prog="collection-manager", description=DESCRIPTION)
     parser.set_defaults(verbose=False)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {release.describe()}")
     add_output_options(parser, "the reading commands' output (see each one's --help)")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands = _Commands(subparsers)

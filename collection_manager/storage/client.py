@@ -148,11 +148,17 @@ def is_cluster_node(client: redis.Redis) -> bool:
 
 def on_every_primary(client: redis.Redis, *command: Any) -> list[Any]:
     """``command``'s reply from each primary of a cluster, or from the one Redis."""
+    return [send(list(command)) for send in primaries(client)]
+
+
+def primaries(client: redis.Redis) -> list[Callable[[list[Any]], Any]]:
+    """One callable per primary (the one Redis alone) that sends it a command."""
     if not isinstance(client, redis.RedisCluster):
-        return [client.execute_command(*command)]
+        return [lambda command: client.execute_command(*command)]
     cluster = cast(redis.RedisCluster, client)
     return [
-        cluster.execute_command(*command, target_nodes=node) for node in cluster.get_primaries()
+        lambda command, node=node: cluster.execute_command(*command, target_nodes=node)
+        for node in cluster.get_primaries()
     ]
 
 

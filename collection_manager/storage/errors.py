@@ -17,3 +17,12 @@ partly applied meanwhile."""
 class WatermarkMovedError(StorageError):
     """Another applier of the same partition (a second consumer) applied some of the
     requests since they were planned; nothing of the refused chunk was written."""
+
+
+class LayoutError(StorageError):
+    """Redis holds a store layout this version cannot serve (``layout.py``)."""
+
+
+class FunctionsNotLoadedError(StorageError):
+    """Redis holds no library of this version's store functions, and this process may not
+    load one (only ``consume`` and ``functions load`` do: ``library.py``)."""

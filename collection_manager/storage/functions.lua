@@ -1,6 +1,7 @@
 -- Part 3 of the library (see library.py): the functions Python calls with FCALL, and their
 -- registration. Uses matches and candidates (filter.lua), open_collection
--- (collection.lua) and the generated VERSION.
+-- (collection.lua) and the generated VERSION and PREFIX (each function is registered as
+-- PREFIX .. its name, so that libraries of several versions live side by side in Redis).
 --
 -- cm_apply, cm_continue, cm_due and cm_horizon take a collection's keys and arguments as
 -- open_collection describes; cm_read its own (see there). The writing ones reply {'held'}
@@ -485,12 +486,12 @@ local function cm_version()
   return VERSION
 end
 
-redis.register_function('cm_apply', cm_apply)
-redis.register_function('cm_due', cm_due)
-redis.register_function('cm_horizon', cm_horizon)
-redis.register_function('cm_continue', cm_continue)
-redis.register_function('cm_drop', cm_drop)
-redis.register_function{function_name = 'cm_read', callback = cm_read, flags = {'no-writes'}}
-redis.register_function{function_name = 'cm_scan', callback = cm_scan, flags = {'no-writes'}}
-redis.register_function{function_name = 'cm_counts', callback = cm_counts, flags = {'no-writes'}}
-redis.register_function{function_name = 'cm_version', callback = cm_version, flags = {'no-writes'}}
+redis.register_function(PREFIX .. 'apply', cm_apply)
+redis.register_function(PREFIX .. 'due', cm_due)
+redis.register_function(PREFIX .. 'horizon', cm_horizon)
+redis.register_function(PREFIX .. 'continue', cm_continue)
+redis.register_function(PREFIX .. 'drop', cm_drop)
+redis.register_function{function_name = PREFIX .. 'read', callback = cm_read, flags = {'no-writes'}}
+redis.register_function{function_name = PREFIX .. 'scan', callback = cm_scan, flags = {'no-writes'}}
+redis.register_function{function_name = PREFIX .. 'counts', callback = cm_counts, flags = {'no-writes'}}
+redis.register_function{function_name = PREFIX .. 'version', callback = cm_version, flags = {'no-writes'}}

@@ -26,6 +26,7 @@ from typing import Any
 import redis
 
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.libraries import in_use_key
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class Heartbeat:
         kind: ``consumer`` or ``controller``.
         name: the consumer's topic or the controller's namespace.
         detail: the process' own fields of each beat (e.g. the controller's last tick).
+        library: the store library the process calls while it runs (the consumer's), which
+            each beat marks in use (``libraries.py``), so that no one removes it.
     """
 
     def __init__(
@@ -98,8 +101,10 @@ class Heartbeat:
         detail: Callable[[], dict[str, Any]] = dict,
         interval_s: float = BEAT_INTERVAL_S,
         expiry_s: int = ALIVE_EXPIRY_S,
+        library: str | None = None,
     ) -> None:
         self._url, self._kind, self._name = redis_url, kind, name
+        self._library = library
         self._detail, self._interval_s, self._expiry_s = detail, interval_s, expiry_s
         self._identity = {
             "pid": os.getpid(),
@@ -133,6 +138,9 @@ class Heartbeat:
         with client.pipeline(transaction=False) as pipe:
             pipe.set(beat_key(self._kind, self._name), json.dumps(record))
             pipe.set(alive_key(self._kind, self._name), record["pid"], ex=self._expiry_s)
+            if self._library is not None:
+                user = f"{self._kind}:{self._name}"
+                pipe.set(in_use_key(self._library), user, ex=self._expiry_s)
             pipe.execute()
 
     def _write(self, write: Callable[[redis.Redis], object]) -> bool:

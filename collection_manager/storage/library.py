@@ -6,9 +6,13 @@ the order of a collection's keys, the change-log fields) from their Python defin
 A part may use the top-level locals of the parts before it and the header's constants;
 everything else a function needs comes in its arguments.
 
-Redis keeps one library of a name for all its clients. A store loads ours on connect
-unless Redis holds this very version (a hash of the source) already, replacing any other:
-processes that share a Redis must run one version of the library.
+Libraries of several versions live side by side (design §14): the library of version V
+(a hash of its source) is ``cm_V`` and registers its functions as ``cm_V_<name>``, so that
+loading one never replaces another, and processes of two versions run on one Redis while a
+rollout is under way. Only a process that writes collections loads its library: ``consume``
+at its start (``install``), ``functions load``, and a writing call that finds its library
+lost (``FUNCTION FLUSH``, a restart without persistence). A read never loads: it fails with
+one line saying how to load the library (``FunctionsNotLoadedError``).
 """
 
 from __future__ import annotations
@@ -22,25 +26,29 @@ from typing import Any
 
 import redis
 
-from collection_manager.storage.client import on_every_primary
 from collection_manager.storage.counters import COUNTERS
-from collection_manager.storage.errors import StorageError
+from collection_manager.storage.errors import FunctionsNotLoadedError, StorageError
 from collection_manager.storage.keys import FUNCTION_KEYS, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
+from collection_manager.storage.layout import record_layout
 
-LIBRARY = "cm"
+# Every library of the store is named LIBRARY_PREFIX + its version (0.1.0's was plain "cm").
+LIBRARY_PREFIX = "cm_"
 PARTS = ("filter.lua", "collection.lua", "functions.lua")
 
-# The functions Python calls (registered at the end of functions.lua).
-APPLY = "cm_apply"
-CONTINUE = "cm_continue"
-DUE = "cm_due"
-HORIZON = "cm_horizon"
-READ = "cm_read"
-SCAN = "cm_scan"
-COUNTS = "cm_counts"
-DROP = "cm_drop"
-VERSION_FUNCTION = "cm_version"
+# The functions Python calls (registered at the end of functions.lua), each as
+# ``function_name(name)`` in Redis.
+APPLY = "apply"
+CONTINUE = "continue"
+DUE = "due"
+HORIZON = "horizon"
+READ = "read"
+SCAN = "scan"
+COUNTS = "counts"
+DROP = "drop"
+VERSION_FUNCTION = "version"
 FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, SCAN, COUNTS, DROP, VERSION_FUNCTION)
+# Those that write: a call of one loads the library when Redis lost it.
+WRITING = frozenset({APPLY, CONTINUE, DUE, HORIZON, DROP})
 
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 # Expired rows and scheduled retractions one cm_due call applies at most (one time each):
@@ -80,38 +88,49 @@ def library() -> tuple[str, str]:
     """``(source, version)`` of the library; the version is a hash of everything else."""
     body = "\n".join([_constants(), *(part_source(name) for name in PARTS)])
     version = hashlib.sha1(body.encode()).hexdigest()[:16]
-    header = f"#!lua name={LIBRARY}\nlocal VERSION = '{version}'\n"
+    name = LIBRARY_PREFIX + version
+    header = f"#!lua name={name}\nlocal VERSION = '{version}'\nlocal PREFIX = '{name}_'\n"
     return header + body, version
 
 
-def _loaded_version(client: redis.Redis) -> str | None:
-    """The library version every primary holds; None unless they all hold the same."""
-    try:
-        loaded = {
-            reply.decode() if isinstance(reply, bytes) else str(reply)
-            for reply in on_every_primary(client, "FCALL_RO", VERSION_FUNCTION, 0)
-        }
-    except redis.ResponseError:  # no library yet, one without cm_version, or Redis < 7
-        return None
-    return loaded.pop() if len(loaded) == 1 else None
+def library_name() -> str:
+    """This version's library in Redis: ``cm_<version>``."""
+    return LIBRARY_PREFIX + library()[1]
 
 
-def ensure_loaded(client: redis.Redis, force: bool = False) -> None:
-    """Loads the library unless Redis (every primary of a cluster) holds this version.
+def function_name(name: str) -> str:
+    """The name in Redis of this version's function ``name`` (e.g. ``apply``)."""
+    return f"{library_name()}_{name}"
+
+
+def install(client: redis.Redis) -> None:
+    """Loads this version's library on every primary, beside those of other versions,
+    after recording this version's store layout where Redis records none.
+
+    Loading a library of the same name again is harmless: the name is the hash of the
+    source, so it replaces the library with the very same one.
 
     Raises:
+        LayoutError: when Redis holds a store layout this version does not serve.
         StorageError: when Redis refuses the library (one older than 7.0 cannot load it).
     """
-    source, version = library()
-    if not force and _loaded_version(client) == version:
-        return
+    record_layout(client)
     try:
-        client.function_load(source, replace=True)
+        client.function_load(library()[0], replace=True)
     except redis.ResponseError as exc:
         reason = " ".join(str(exc).split())
         raise StorageError(
             f"loading the store's Redis library failed (it needs {REDIS_NEEDED}): {reason}"
         ) from exc
+
+
+def not_loaded() -> FunctionsNotLoadedError:
+    """The one-line error of a read that finds no library of this version in Redis."""
+    return FunctionsNotLoadedError(
+        f"Redis holds no store functions of this version (library {library_name()}): "
+        "a consumer of this version loads them when it starts, or run "
+        "`collection-manager functions load`"
+    )
 
 
 def call(
@@ -121,19 +140,21 @@ def call(
     args: Sequence[Any],
     read_only: bool = False,
 ) -> Any:
-    """``FCALL`` (``FCALL_RO`` when ``read_only``) of one function of the library.
+    """``FCALL`` (``FCALL_RO`` when ``read_only``) of this version's ``function``.
 
-    Loads the library again and calls once more if Redis lost it (``FUNCTION FLUSH``, a
-    restart without persistence), as redis-py's scripts do on ``NOSCRIPT``. Waits while
-    the collection's slot of a Redis Cluster migrates (``TRYAGAIN``: the call did not run)
-    for up to ``MIGRATION_WAIT_S``, then lets the error through as any Redis fault.
+    A writing function whose library Redis lost (``FUNCTION FLUSH``, a restart without
+    persistence) loads it and calls once more, as redis-py's scripts do on ``NOSCRIPT``; a
+    read raises ``FunctionsNotLoadedError`` instead. Waits while the collection's slot of a
+    Redis Cluster migrates (``TRYAGAIN``: the call did not run) for up to
+    ``MIGRATION_WAIT_S``, then lets the error through as any Redis fault.
     """
     fcall = client.fcall_ro if read_only else client.fcall
+    name = function_name(function)
     deadline = time.monotonic() + MIGRATION_WAIT_S
     pause = 0.02
     while True:
         try:
-            return fcall(function, len(keys), *keys, *args)
+            return fcall(name, len(keys), *keys, *args)
         except (redis.exceptions.TryAgainError, redis.exceptions.ClusterError):
             # The cluster client gives up on TRYAGAIN after 16 tries ("TTL exhausted.").
             if time.monotonic() + pause > deadline:
@@ -143,5 +164,7 @@ def call(
         except redis.ResponseError as exc:
             if "function not found" not in str(exc).lower():
                 raise
-            ensure_loaded(client, force=True)
-            return fcall(function, len(keys), *keys, *args)
+            if function not in WRITING:
+                raise not_loaded() from None
+            install(client)
+            return fcall(name, len(keys), *keys, *args)

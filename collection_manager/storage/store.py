@@ -28,13 +28,13 @@ from collection_manager.storage.keys import (
     watermark_field,
     watermark_topic,
 )
+from collection_manager.storage.layout import check_layout
 from collection_manager.storage.library import (
     APPLY,
     CONTINUE,
     DUE,
     HORIZON,
     call,
-    ensure_loaded,
 )
 from collection_manager.storage.ops import (
     AppendOp,
@@ -110,7 +110,7 @@ class RedisStore(StoreReads):
             with more is done in several calls, while readers see it whole.
 
     Raises:
-        StorageError: when Redis cannot load the store's library (it needs Redis 7).
+        LayoutError: when Redis holds a store layout this version does not serve.
     """
 
     def __init__(
@@ -124,7 +124,7 @@ class RedisStore(StoreReads):
         self._log_max_length = log_max_length
         self._chunk_updates = chunk_updates
         self._delete_step_rows = delete_step_rows
-        ensure_loaded(client)
+        check_layout(client)
         self._drop = CollectionDrop(client)
         self._specs: dict[str, CollectionSpec] = {}
         self._skipped: set[str] = set()  # catalog names outside the name rule, warned once

@@ -31,6 +31,7 @@ from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import redis_client
+from collection_manager.storage.library import install
 from collection_manager.storage.store import RedisStore
 from tests.integration import engine as docker_engine_lib
 from tests.integration import shared as shared_lib
@@ -182,8 +183,10 @@ def kafka(endpoints: devservices.Endpoints) -> str:
 
 @pytest.fixture(scope="session")
 def redis(endpoints: devservices.Endpoints) -> Iterator[redis_lib.Redis]:
-    """A client of a real Redis."""
+    """A client of a real Redis, with this version's store functions loaded (as ``consume``
+    loads them; reads never do)."""
     client = redis_client(endpoints.redis_url)
+    install(client)
     yield client
     client.close()
 

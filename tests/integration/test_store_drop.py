@@ -19,7 +19,7 @@ from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.keys import CATALOG, CollectionKeys
-from collection_manager.storage.library import DROP
+from collection_manager.storage.library import DROP, function_name
 from collection_manager.storage.store import RedisStore
 
 ROW_SCHEMA = {
@@ -71,9 +71,9 @@ def test_a_drop_goes_in_steps_and_leaves_no_key(
     pauses: list[float] = []
     store._drop._pause = pauses.append
     store.drop_collection(spec.name)
-    assert calls.count(DROP) >= ROWS // STEP_ROWS  # bounded steps, not one call
+    assert calls.count(function_name(DROP)) >= ROWS // STEP_ROWS  # bounded steps, not one call
     # Redis is left to others between steps (as long as each step took), not after the last.
-    assert len(pauses) == calls.count(DROP) - 1 and all(p > 0 for p in pauses)
+    assert len(pauses) == calls.count(function_name(DROP)) - 1 and all(p > 0 for p in pauses)
     assert _keys_of(redis, spec.name) == set()
     assert redis.hget(CATALOG, spec.name) is None
     with pytest.raises(UnknownCollectionError):

@@ -10,15 +10,16 @@ import pytest
 import redis
 
 from collection_manager.storage.counters import APPLY_COUNTERS, COUNTERS, SHOWN_COUNTERS
-from collection_manager.storage.errors import StorageError
+from collection_manager.storage.errors import FunctionsNotLoadedError, StorageError
 from collection_manager.storage.keys import FUNCTION_KEYS, CollectionKeys
 from collection_manager.storage.library import (
     FUNCTIONS,
-    LIBRARY,
     PARTS,
     call,
-    ensure_loaded,
+    function_name,
+    install,
     library,
+    library_name,
     part_source,
 )
 from collection_manager.testing.model import ModelCounters
@@ -50,8 +51,11 @@ def test_the_library_counts_exactly_the_python_counters() -> None:
 
 
 def test_the_library_registers_every_function_python_calls() -> None:
-    registered = re.findall(r"register_function\W+(?:function_name\s*=\s*)?'(\w+)'", LUA)
+    registered = re.findall(
+        r"register_function\W+(?:function_name\s*=\s*)?PREFIX \.\. '(\w+)'", LUA
+    )
     assert sorted(registered) == sorted(FUNCTIONS)
+    assert len(re.findall(r"register_function", LUA)) == len(FUNCTIONS)
 
 
 def test_the_library_names_keys_as_python_does() -> None:
@@ -60,11 +64,15 @@ def test_the_library_names_keys_as_python_does() -> None:
     assert used and used <= set(FUNCTION_KEYS)
 
 
-def test_the_source_is_one_versioned_library() -> None:
+def test_the_library_and_its_functions_are_named_by_the_version() -> None:
+    # Named by the version, libraries of several versions live side by side in Redis.
     source, version = library()
-    assert source.startswith(f"#!lua name={LIBRARY}\n")
-    assert f"local VERSION = '{version}'" in source
     assert re.fullmatch(r"[0-9a-f]{16}", version)
+    assert library_name() == f"cm_{version}"
+    assert source.startswith(f"#!lua name=cm_{version}\n")
+    assert f"local VERSION = '{version}'" in source
+    assert f"local PREFIX = 'cm_{version}_'" in source
+    assert function_name("apply") == f"cm_{version}_apply"
 
 
 def test_functions_take_keys_and_arguments_as_parameters() -> None:
@@ -87,13 +95,21 @@ class FakeRedis:
     def __init__(self, errors: list[str]) -> None:
         self.errors = errors
         self.loads: list[str] = []
+        self.calls: list[str] = []
 
     def _answer(self, *args: Any) -> Any:
+        self.calls.append(args[0])
         if self.errors:
             raise redis.ResponseError(self.errors.pop(0))
         return [b"requests", 1]
 
-    fcall = fcall_ro = execute_command = _answer
+    fcall = fcall_ro = _answer
+
+    def set(self, *args: Any, **kwargs: Any) -> None:
+        """The layout record (``layout.py``)."""
+
+    def get(self, _key: str) -> None:
+        return None
 
     def function_load(self, source: str, replace: bool = False) -> None:
         if self.errors:
@@ -102,15 +118,28 @@ class FakeRedis:
 
 
 def test_a_redis_without_functions_is_a_one_line_error_naming_the_version() -> None:
-    old = FakeRedis(["unknown command 'FCALL_RO'", "unknown command 'FUNCTION'"])
+    old = FakeRedis(["unknown command 'FUNCTION'"])
     with pytest.raises(StorageError, match=r"needs Redis 7\.0 or later") as raised:
-        ensure_loaded(old)  # type: ignore[arg-type]
+        install(old)  # type: ignore[arg-type]
     assert "\n" not in str(raised.value)
 
 
-def test_a_call_reloads_a_lost_library_once() -> None:
+def test_a_writing_call_reloads_a_lost_library_once() -> None:
     client = FakeRedis(["Function not found"])
-    assert call(client, "cm_apply", ["k"], ["a"]) == [b"requests", 1]  # type: ignore[arg-type]
+    assert call(client, "apply", ["k"], ["a"]) == [b"requests", 1]  # type: ignore[arg-type]
     assert client.loads == [library()[0]]
+    assert client.calls == [function_name("apply")] * 2
     with pytest.raises(redis.ResponseError, match="straddles"):
-        call(FakeRedis(["straddles the applied offset 5"]), "cm_apply", [], [])  # type: ignore[arg-type]
+        call(FakeRedis(["straddles the applied offset 5"]), "apply", [], [])  # type: ignore[arg-type]
+
+
+def test_a_read_never_loads_the_library_and_says_how_to() -> None:
+    client = FakeRedis(["Function not found"])
+    with pytest.raises(FunctionsNotLoadedError) as raised:
+        call(client, "read", ["k"], [], read_only=True)  # type: ignore[arg-type]
+    assert client.loads == []
+    assert str(raised.value) == (
+        f"Redis holds no store functions of this version (library {library_name()}): a "
+        "consumer of this version loads them when it starts, or run "
+        "`collection-manager functions load`"
+    )
