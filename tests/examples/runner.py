@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.examples.markdown import Example
 
@@ -79,12 +80,12 @@ def run(
         else:
             returncode, interrupted_at = _until_ready(process, log, example.until, timeout)
     finally:
-        _stop_group(process)
+        stop_group(process)
     output = log.read_text(errors="replace")
     return Outcome(returncode, output, returncode is None, interrupted_at)
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: float) -> int | None:
+def _wait(process: subprocess.Popen[Any], timeout: float) -> int | None:
     try:
         return process.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -106,8 +107,9 @@ def _until_ready(
     return _wait(process, GRACE_S), len(output)
 
 
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """Stops what is left of the example's process group: SIGTERM, then SIGKILL."""
+def stop_group(process: subprocess.Popen[Any]) -> None:
+    """Stops what is left of the process group ``process`` leads: SIGTERM, then SIGKILL
+    (to the members that outlived the grace period); reaps ``process``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not _signal_group(process.pid, sig):
             break
