@@ -8,6 +8,7 @@ The variable of field ``kafka_bootstrap`` is ``CM_KAFKA_BOOTSTRAP``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import types
 import typing
@@ -24,6 +25,13 @@ KAFKA_VERSION = "4.4.0"
 SPARK_VERSION = "4.2.0"
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+# Settings renamed in the current release: the old variable's name -> the new one's. The
+# old name is still read for this one release, with a warning (design §14); a release
+# empties the table of the release before it. A setting removed outright maps to None.
+RENAMED: Mapping[str, str | None] = {}
 
 
 def setting(default: Any, help: str) -> Any:
@@ -61,9 +69,32 @@ def from_env(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
     values = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = env_name(field.name)
-        if name in environ:
-            values[field.name] = _parse(environ[name], hints[field.name], name)
+        raw = environ[name] if name in environ else _renamed(name, environ)
+        if raw is not None:
+            values[field.name] = _parse(raw, hints[field.name], name)
+    for old in sorted(RENAMED.keys() & environ.keys()):
+        if RENAMED[old] is None:
+            _warn_once(f"{old} is no setting any more: it is ignored (CHANGELOG.md)")
     return cls(**values)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    # Each command reads several config classes: one warning per process is enough.
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning("%s", message)
+
+
+def _renamed(name: str, environ: Mapping[str, str]) -> str | None:
+    """The value of the old name of setting ``name``, if it is set (with a warning)."""
+    for old, new in RENAMED.items():
+        if new == name and old in environ:
+            _warn_once(f"{old} is renamed {name}: the old name is read for this release only")
+            return environ[old]
+    return None
 
 
 def redact_url(url: str) -> str:
