@@ -101,6 +101,7 @@ class DemoRun:
         self._noted: set[str] = set()
         self._t0 = self.started  # when the plan's clock starts (every replica visible)
         self._last = Observation({}, {}, {}, ConsumerView())
+        self._lag_end: Mapping[int, int] | None = None  # None: the lag is of Kafka's now
 
     # Events
 
@@ -168,9 +169,17 @@ class DemoRun:
         self.phase = "running"
         self._t0 = time.monotonic()
         self.wait_for(self._played, "the plan to play out", self.plan.duration_s + self._timeout_s)
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Waits until the consumer applied every request Kafka holds now."""
         target = self.observer.end_offsets()
         self.phase = "consumer catching up"
         self.wait_for(lambda: caught_up(self.observer.position(), target), "the consumer")
+        # From here the frames' lag is of what Kafka held then, the state the comparison is
+        # of: the controller's ticks and the survivors' heartbeats go on, and counting them
+        # would show a lag of a few requests right after "caught up (lag 0)".
+        self._lag_end = target
         self.event("consumer caught up: every request Kafka held then is applied (lag 0)")
 
     def _played(self) -> bool:
@@ -208,7 +217,8 @@ class DemoRun:
 
     def _observe(self) -> Observation:
         rows, totals = self.observer.rows()
-        return Observation(self.observer.statuses(), rows, totals, self.observer.consumer())
+        consumer = self.observer.consumer(self._lag_end)
+        return Observation(self.observer.statuses(), rows, totals, consumer)
 
     def _check_children(self) -> None:
         for child in (self.consumer, self.real):

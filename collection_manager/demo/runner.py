@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import threading
 import time
@@ -136,7 +137,7 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         DemoError: when a process died or a wait timed out.
     """
     plan = Plan.of(options.replicas, options.duration_s, options.step_interval_ms)
-    infra_config = from_env(InfraConfig)
+    infra_config = demo_infra(from_env(InfraConfig))
     started = time.monotonic()
     reporter.show(Frame(0.0, "starting Kafka and Redis"))
     with contextlib.ExitStack() as stack:
@@ -149,6 +150,14 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         _start_lease_loop(run, stack)
         run.play()
         return _verdict(run, plan)
+
+
+def demo_infra(infra: InfraConfig) -> InfraConfig:
+    """The demo's own state directory, ``<state dir>/demo``: the Kafka and Redis it starts
+    keep their data there, so a later ``infra up`` starts clean, without the demo's batches
+    and replicas (configured services, CM_KAFKA_BOOTSTRAP / CM_REDIS_URL, are used as
+    they are)."""
+    return dataclasses.replace(infra, state_dir=infra.state_dir / "demo")
 
 
 def _open(
@@ -188,7 +197,8 @@ def _open(
     )
     stack.callback(observer.close)
     env = _child_env(endpoints, consumer_config, replica_config)
-    children = Children(infra_config.state_dir / "demo", env)
+    env[env_name("state_dir")] = str(infra_config.state_dir)  # the children's scratch too
+    children = Children(infra_config.state_dir / "logs", env)
     # Stopped before the services go down: the agents say goodbye through Kafka.
     stack.callback(children.stop)
     return DemoRun(plan, reporter, observer, controller, children, options.timeout_s, started)
@@ -307,12 +317,25 @@ def _check_real_replica(run: DemoRun) -> None:
     run.event(f"{REAL_REPLICA}: {len(samples)} samples of the consumer's /metrics, scrape up")
 
 
+def _narrated_not_logged(stack: contextlib.ExitStack, name: str) -> None:
+    """Errors only from logger ``name`` until ``stack`` unwinds.
+
+    The lease the demo lets expire is a planned event, told by its own narrated line
+    ("controller: demo-r3's lease expired, removed ..."); the controller's WARNING of it,
+    right for an operator's controller, would print raw in the middle of the view.
+    """
+    logger = logging.getLogger(name)
+    stack.callback(logger.setLevel, logger.level)
+    logger.setLevel(logging.ERROR)
+
+
 def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
     """The controller's lease loop, in a thread until the demo ends.
 
     Started once every heartbeat reaches the controller, so that no replica's lease runs
     out while the consumer was still starting.
     """
+    _narrated_not_logged(stack, "collection_manager.control.controller")
     stop = threading.Event()
     health = Health()
     health.watch_loop("leases", max_age_s=60.0)
