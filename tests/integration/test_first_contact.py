@@ -1,0 +1,100 @@
+"""A first contact: the README's "Using it" path, typed as a new user would, from an
+empty state directory: ``infra up``, ``consume``, two agents, a query, ``tail -f`` into
+``head``, ``status``, ``replica remove``, ``infra down``.
+
+It checks what the user sees: each command's exit status, each long-running command's
+ready line, no traceback anywhere and no WARNING while all is well. It starts its own
+Kafka, Redis and Spark consumer (a fresh state directory is the point), which takes more
+than a minute and a half on two cores: it is marked ``slow`` (``make test-slow``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.examples.pages import ROOT
+from tests.integration.user_session import Started, UserSession
+from tests.support import assert_eventually
+
+pytestmark = pytest.mark.slow
+
+CM = ".venv/bin/collection-manager"
+# consume's ready line names where its metrics and health are, as the agents' do.
+CONSUME_READY = re.compile(r"^consum\w*\b.*\brunning\b", re.MULTILINE)
+# Spark's start-up on two busy cores, then the first micro-batches.
+START_S = 240.0
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[UserSession]:
+    """A new user's shell: an empty state directory, no service configured."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CM_KAFKA_BOOTSTRAP", "CM_REDIS_URL")}
+    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+    env["CM_STATE_DIR"] = str(tmp_path / "state")
+    user = UserSession(env, tmp_path / "logs")
+    try:
+        yield user
+    finally:
+        user.close()
+        user.run(f"{CM} infra down")  # whatever the test left running
+
+
+def _ready(started: Started, line: re.Pattern[str]) -> None:
+    def check() -> None:
+        assert started.process.poll() is None, started.output()
+        assert line.search(started.output()), started.output()
+
+    assert_eventually(check, timeout=START_S, interval=0.5)
+
+
+def _ok(session: UserSession, command: str) -> str:
+    done = session.run(command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _rows_of_r1(session: UserSession) -> list[dict[str, object]]:
+    rows = json.loads(
+        _ok(session, f"{CM} query compute_frontiers --where replica_id=r1 --format json")
+    )
+    assert rows["rows"], rows
+    return rows["rows"]
+
+
+def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> None:
+    assert "started: kafka, redis" in _ok(session, f"{CM} infra up")
+    # As the README lists them: the consumer, then the agents, without waiting between
+    # (the agents' first requests create the request topic the consumer waits for).
+    consume = session.start("consume", f"{CM} consume")
+    agents = {n: session.start(n, f"{CM} replica run --id {n}") for n in ("r1", "r2")}
+    for name, agent in agents.items():
+        _ready(agent, re.compile(rf"^replica {name} running at epoch \d+", re.MULTILINE))
+    _ready(consume, CONSUME_READY)
+
+    assert_eventually(lambda: _rows_of_r1(session), timeout=START_S, interval=1.0)
+    changes = _ok(session, f"{CM} tail error_counts -f --format json | head -5").splitlines()
+    assert len(changes) == 5 and all(json.loads(change) for change in changes), changes
+    assert "r2" in _ok(session, f"{CM} status")
+    assert "removed replica r1" in _ok(session, f"{CM} replica remove r1")
+
+    # Removed by an operator, the agent stops on its own: exit status 1, as documented.
+    assert agents["r1"].process.wait(60) == 1, agents["r1"].output()
+    assert session.stop(agents["r2"]) == 0, agents["r2"].output()
+    assert session.stop(consume) == 0, consume.output()
+    assert "stopped: kafka" in _ok(session, f"{CM} infra down")
+    _nothing_alarming(session)
+
+
+def _nothing_alarming(session: UserSession) -> None:
+    """No traceback in any output, no WARNING line from a healthy start."""
+    outputs = {**session.outputs, **{s.name: s.output() for s in session.started}}
+    for name, output in outputs.items():
+        assert "Traceback" not in output, f"{name}:\n{output}"
+        warnings = [line for line in output.splitlines() if " WARNING " in line]
+        assert warnings == [], f"{name}:\n{output}"
