@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,13 +38,17 @@ def session(tmp_path: Path) -> Iterator[UserSession]:
     """A new user's shell: an empty state directory, no service configured."""
     env = {k: v for k, v in os.environ.items() if k not in ("CM_KAFKA_BOOTSTRAP", "CM_REDIS_URL")}
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
-    env["CM_STATE_DIR"] = str(tmp_path / "state")
+    # As short as a user's ~/.local/state: under pytest's long tmp_path, Spark's Unix
+    # sockets would not fit and consume would rightly warn about it.
+    state = Path(tempfile.mkdtemp(prefix="cm-first-"))
+    env["CM_STATE_DIR"] = str(state / "state")
     user = UserSession(env, tmp_path / "logs")
     try:
         yield user
     finally:
         user.close()
         user.run(f"{CM} infra down")  # whatever the test left running
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def _ready(started: Started, line: re.Pattern[str]) -> None:
