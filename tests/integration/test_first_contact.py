@@ -3,9 +3,9 @@ empty state directory: ``infra up``, ``consume``, two agents, a query, ``tail -f
 ``head``, ``status``, ``replica remove``, ``infra down``.
 
 It checks what the user sees: each command's exit status, each long-running command's
-ready line, no traceback anywhere and no WARNING while all is well. It starts its own
-Kafka, Redis and Spark consumer (a fresh state directory is the point), which takes more
-than a minute and a half on two cores: it is marked ``slow`` (``make test-slow``).
+ready line, no traceback or error line anywhere and no WARNING while all is well. It starts
+its own Kafka, Redis and Spark consumer (a fresh state directory is the point): about 40 s
+here, so it stays in ``make test``.
 """
 
 from __future__ import annotations
@@ -24,13 +24,11 @@ from tests.examples.pages import ROOT
 from tests.integration.user_session import Started, UserSession
 from tests.support import assert_eventually
 
-pytestmark = pytest.mark.slow
-
 CM = ".venv/bin/collection-manager"
 # consume's ready line names where its metrics and health are, as the agents' do.
 CONSUME_READY = re.compile(r"^consum\w*\b.*\brunning\b", re.MULTILINE)
 # Spark's start-up on two busy cores, then the first micro-batches.
-START_S = 240.0
+START_S = 180.0
 
 
 @pytest.fixture
@@ -86,7 +84,7 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
     assert_eventually(lambda: _rows_of_r1(session), timeout=START_S, interval=1.0)
     changes = _ok(session, f"{CM} tail error_counts -f --format json | head -5").splitlines()
     assert len(changes) == 5 and all(json.loads(change) for change in changes), changes
-    assert "r2" in _ok(session, f"{CM} status")
+    assert _ok(session, f"{CM} status").splitlines()[1].startswith("running")  # the consumer
     assert "removed replica r1" in _ok(session, f"{CM} replica remove r1")
 
     # Removed by an operator, the agent stops on its own: exit status 1, as documented.
@@ -98,9 +96,10 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
 
 
 def _nothing_alarming(session: UserSession) -> None:
-    """No traceback in any output, no WARNING line from a healthy start."""
+    """No traceback or error line in any output, no WARNING line from a healthy start."""
     outputs = {**session.outputs, **{s.name: s.output() for s in session.started}}
     for name, output in outputs.items():
         assert "Traceback" not in output, f"{name}:\n{output}"
+        assert not re.search(r"^error:", output, re.MULTILINE), f"{name}:\n{output}"
         warnings = [line for line in output.splitlines() if " WARNING " in line]
         assert warnings == [], f"{name}:\n{output}"
