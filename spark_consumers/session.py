@@ -160,7 +160,11 @@ def _log_errors_only(session: SparkSession, logger: str) -> None:
 # after). Spark puts the sockets in java.io.tmpdir, here the scratch folder, named
 # ".<uuid>.sock".
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
-SOCKET_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
+# sun_path holds 108 bytes with the terminating NUL, but Java's UnixDomainSockets refused
+# a path of 107 bytes ("Unix domain path too long": every batch failed) and took one of
+# 106, on a local[1] session (2026-11-27; found by tests/integration/test_rolling_upgrade.py
+# when a consumer's pid made its scratch path one byte longer than another's).
+SOCKET_PATH_BYTES = 106
 SOCKET_NAME_BYTES = len("/.00000000-0000-0000-0000-000000000000.sock")
 
 

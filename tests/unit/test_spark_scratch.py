@@ -52,4 +52,4 @@ def test_a_scratch_folder_too_deep_for_sockets_falls_back_to_tcp_and_says_why(
     deep = Path("/tmp") / ("d" * 80)
     with caplog.at_level(logging.WARNING, logger="spark_consumers.session"):
         assert not unix_sockets_fit(deep)
-    assert f"{deep} is too long for a Unix socket path (107 bytes" in caplog.text
+    assert f"{deep} is too long for a Unix socket path (106 bytes" in caplog.text
