@@ -67,37 +67,66 @@ def create_topic(admin: AdminClient, topic: str, partitions: int) -> None:
     logger.info("created topic %s with %d partitions", topic, partitions)
 
 
+# A topic missing at a first start is normal (the agents' first requests create it): the
+# wait is an INFO line, and a WARNING only once it lasted this long (a wrong CM_TOPIC).
+MISSING_TOPIC_WARN_S = 30.0
+
+
 def await_topic(
     bootstrap: str, topic: str, stop: threading.Event, create_partitions: int = 0
 ) -> bool:
     """Returns once ``topic`` exists, or False when ``stop`` is set first.
 
-    With ``create_partitions`` > 0 a missing topic is created. The wait is logged once when
-    it begins and once when it ends; an unreachable broker is waited for the same way, with
-    capped exponential backoff.
+    With ``create_partitions`` > 0 a missing topic is created. The wait is logged when it
+    begins (a WARNING when Kafka does not answer, else INFO), again as a WARNING once it
+    lasted ``MISSING_TOPIC_WARN_S``, and when it ends; an unreachable broker is waited for
+    the same way, with capped exponential backoff.
     """
     admin = admin_client(bootstrap)
-    delay, waiting_since = 0.5, None
+    delay, waiting = 0.5, _Wait(topic)
     while not stop.is_set():
         try:
             if topic_exists(admin, topic):
-                if waiting_since is not None:
-                    logger.warning(
-                        "topic %s is there after %.1f s", topic, time.monotonic() - waiting_since
-                    )
+                waiting.ended()
                 return True
             if create_partitions > 0:
                 create_topic(admin, topic, create_partitions)
                 continue
-            cause = "it does not exist yet (create it, or set CM_CREATE_TOPIC=true)"
+            waiting.note("it does not exist yet (create it, or set CM_CREATE_TOPIC=true)", False)
         except KafkaException as exc:
-            cause = f"Kafka at {bootstrap} does not answer ({exc})"
-        if waiting_since is None:
-            waiting_since = time.monotonic()
-            logger.warning("waiting for topic %s: %s", topic, cause)
+            waiting.note(f"Kafka at {bootstrap} does not answer ({exc})", True)
         stop.wait(delay)
         delay = min(delay * 2, _BACKOFF_CAP_S)
     return False
+
+
+class _Wait:
+    """The log lines of one wait for a topic: its start, a late warning, its end."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.since: float | None = None
+        self.warned = False
+
+    def note(self, cause: str, alarming: bool) -> None:
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+            self.warned = alarming
+            level = logging.WARNING if alarming else logging.INFO
+            logger.log(level, "waiting for topic %s: %s", self.topic, cause)
+        elif not self.warned and now - self.since >= MISSING_TOPIC_WARN_S:
+            self.warned = True
+            logger.warning(
+                "still waiting for topic %s after %.0f s: %s", self.topic, now - self.since, cause
+            )
+
+    def ended(self) -> None:
+        if self.since is not None:
+            level = logging.WARNING if self.warned else logging.INFO
+            logger.log(
+                level, "topic %s is there after %.1f s", self.topic, time.monotonic() - self.since
+            )
 
 
 MAX_MESSAGE_BYTES = "max.message.bytes"

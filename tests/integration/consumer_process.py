@@ -28,12 +28,14 @@ _started: list[subprocess.Popen[bytes]] = []
 
 
 def start_consumer(
-    env: dict[str, str], log: Path, cwd: Path | None = None
+    env: dict[str, str], log: Path, cwd: Path | None = None, verbose: bool = False
 ) -> subprocess.Popen[bytes]:
-    """Starts ``consume`` in its own process group, its output appended to ``log``."""
+    """Starts ``consume`` (``-v``: with its INFO lines) in its own process group, its output
+    appended to ``log``."""
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "collection_manager.cli.main", "consume"],
+            [sys.executable, "-m", "collection_manager.cli.main", "consume"]
+            + (["-v"] if verbose else []),
             env=env,
             cwd=cwd,
             stdout=out,

@@ -42,8 +42,9 @@ def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
 ) -> None:
     topic, workdir, log = f"late-{unique}", tmp_path / "operator", tmp_path / "consumer.log"
     workdir.mkdir()
+    # -v: the wait is an INFO line until it lasted MISSING_TOPIC_WARN_S.
     consumer = start_consumer(
-        consumer_env(kafka, endpoints.redis_url, topic, tmp_path), log, workdir
+        consumer_env(kafka, endpoints.redis_url, topic, tmp_path), log, workdir, verbose=True
     )
     admin = AdminClient({"bootstrap.servers": kafka})
     try:
