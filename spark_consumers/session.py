@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
 from collection_manager.config.machine import require_jars, require_java
+from collection_manager.config.services import pid_alive
 from collection_manager.core.errors import InfrastructureError
 from spark_consumers.executor_env import ALIAS, EXECUTOR_PYTHON, executor_archive
 
@@ -222,21 +223,11 @@ def _scratch_dir(parent: Path) -> Path:
     """
     parent.mkdir(parents=True, exist_ok=True)
     for stale in parent.iterdir():
-        if stale.name.isdigit() and not _alive(int(stale.name)):
+        if stale.name.isdigit() and not pid_alive(int(stale.name)):
             shutil.rmtree(stale, ignore_errors=True)
     mine = parent / str(os.getpid())
     mine.mkdir(exist_ok=True)
     return mine
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _on_loopback(master: str) -> bool:

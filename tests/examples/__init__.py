@@ -6,7 +6,8 @@ before its opening fence (an HTML comment: GitHub shows nothing of it):
 
 - ``<!-- example: run -->``: ``make test`` runs it from the repo root, with ``.venv/bin``
   first on ``PATH``, against the local services (as after ``collection-manager infra up``),
-  and fails when it exits non-zero, times out, or prints a traceback or an ``error:`` line.
+  and fails when it exits non-zero, times out, or prints a traceback, an ``error:`` line or
+  one of Spark's notices of nothing wrong (``runner.NOTICES``).
   Shell blocks run in ``bash -e``; Python blocks as a script of ``.venv/bin/python``. A
   command ending in ``&`` runs in the background and is stopped when the block ends.
 - ``<!-- example: illustration -->``: shown, never run: it needs what a test run has not

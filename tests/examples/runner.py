@@ -131,6 +131,11 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
+# Spark's notices of nothing wrong, which a reader must not meet: its hostname resolving to
+# loopback (the examples run on loopback), a clean stop's "Failed to cancel job group".
+NOTICES = ("resolves to a loopback address", "Failed to cancel job group")
+
+
 def problems(example: Example, outcome: Outcome) -> list[str]:
     """What a reader would call broken in ``outcome``, each one line (none: it works)."""
     found = []
@@ -153,6 +158,7 @@ def problems(example: Example, outcome: Outcome) -> list[str]:
     if _TRACEBACK in checked:
         found.append("printed a traceback")
     found += [f"printed {line!r}" for line in _error_lines(checked)]
+    found += [f"printed Spark's notice {n!r} (nothing is wrong)" for n in NOTICES if n in checked]
     return [f"{example.location}: {problem}" for problem in found]
 
 

@@ -22,11 +22,18 @@ import pytest
 
 from tests.examples.pages import ROOT
 from tests.integration.user_session import Started, UserSession
-from tests.support import assert_eventually
+from tests.support import assert_eventually, http_get
 
 CM = ".venv/bin/collection-manager"
-# consume's ready line names where its metrics and health are, as the agents' do.
-CONSUME_READY = re.compile(r"^consum\w*\b.*\brunning\b", re.MULTILINE)
+# consume's ready line names where its metrics and health are, as the agents' do: the
+# listener's real address, also when the setting's port is 0 (any free one).
+CONSUME_READY = re.compile(
+    r"^consumer running: (\S+) from (\S+) into (\S+); metrics and health at (http://\S+)$",
+    re.MULTILINE,
+)
+# Spark's notices of nothing wrong: its hostname resolving to loopback, a clean stop's
+# "Failed to cancel job group".
+SPARK_NOISE = ("resolves to a loopback address", "Failed to cancel job group")
 # Spark's start-up on two busy cores, then the first micro-batches.
 START_S = 180.0
 
@@ -40,6 +47,7 @@ def session(tmp_path: Path) -> Iterator[UserSession]:
     # sockets would not fit and consume would rightly warn about it.
     state = Path(tempfile.mkdtemp(prefix="cm-first-"))
     env["CM_STATE_DIR"] = str(state / "state")
+    env["CM_CONSUMER_METRICS_ADDRESS"] = "127.0.0.1:0"
     user = UserSession(env, tmp_path / "logs")
     try:
         yield user
@@ -49,12 +57,14 @@ def session(tmp_path: Path) -> Iterator[UserSession]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-def _ready(started: Started, line: re.Pattern[str]) -> None:
-    def check() -> None:
+def _ready(started: Started, line: re.Pattern[str]) -> re.Match[str]:
+    def check() -> re.Match[str]:
         assert started.process.poll() is None, started.output()
-        assert line.search(started.output()), started.output()
+        found = line.search(started.output())
+        assert found is not None, started.output()
+        return found
 
-    assert_eventually(check, timeout=START_S, interval=0.5)
+    return assert_eventually(check, timeout=START_S, interval=0.5)
 
 
 def _ok(session: UserSession, command: str) -> str:
@@ -79,7 +89,9 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
     agents = {n: session.start(n, f"{CM} replica run --id {n}") for n in ("r1", "r2")}
     for name, agent in agents.items():
         _ready(agent, re.compile(rf"^replica {name} running at epoch \d+", re.MULTILINE))
-    _ready(consume, CONSUME_READY)
+    url = _ready(consume, CONSUME_READY).group(4)
+    assert not url.endswith(":0"), url
+    assert http_get(f"{url}/healthz")[0] == 200
 
     assert_eventually(lambda: _rows_of_r1(session), timeout=START_S, interval=1.0)
     changes = _ok(session, f"{CM} tail error_counts -f --format json | head -5").splitlines()
@@ -91,6 +103,7 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
     assert agents["r1"].process.wait(60) == 1, agents["r1"].output()
     assert session.stop(agents["r2"]) == 0, agents["r2"].output()
     assert session.stop(consume) == 0, consume.output()
+    assert len(CONSUME_READY.findall(consume.output())) == 1
     assert "stopped: kafka" in _ok(session, f"{CM} infra down")
     _nothing_alarming(session)
 
@@ -103,3 +116,5 @@ def _nothing_alarming(session: UserSession) -> None:
         assert not re.search(r"^error:", output, re.MULTILINE), f"{name}:\n{output}"
         warnings = [line for line in output.splitlines() if " WARNING " in line]
         assert warnings == [], f"{name}:\n{output}"
+        for notice in SPARK_NOISE:
+            assert notice not in output, f"{name}:\n{output}"

@@ -159,3 +159,10 @@ def test_what_an_example_started_in_the_background_is_stopped_with_it(tmp_path: 
     assert _run(tmp_path, "sh", f"sleep 600 &\necho $! > {pid_file}\n") == []
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_notice_of_nothing_wrong_from_spark_fails_the_example(tmp_path: Path) -> None:
+    code = "echo 'WARN Utils: Your hostname, h resolves to a loopback address: 127.0.1.1' >&2\n"
+    assert _run(tmp_path, "sh", code) == [
+        "page.md:3: printed Spark's notice 'resolves to a loopback address' (nothing is wrong)"
+    ]

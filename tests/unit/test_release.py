@@ -19,6 +19,7 @@ def test_an_installed_checkout_names_its_head() -> None:
         text=True,
         check=True,
     ).stdout.strip()
+    release.commit.cache_clear()  # a commit since another test asked would be stale
     assert release.commit().removesuffix("-dirty") == head
 
 
