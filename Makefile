@@ -54,7 +54,7 @@ test: setup lint
 # those marked `slow` (test-slow).
 # Files go to the two xdist workers whole (--dist loadfile), so a module's fixtures start
 # once.
-XDIST := -n 2 --dist loadfile
+XDIST := -n 2 --dist loadfile --durations=15
 ON_PROCESSES := -m "$(if $(filter off,$(CM_TEST_CONTAINERS)),,not containers and )not slow"
 test-processes: setup
 	$(BIN)/pytest $(XDIST) $(ON_PROCESSES)
