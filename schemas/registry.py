@@ -22,6 +22,7 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
+from collection_manager import release
 from collection_manager.core.errors import SchemaError
 from schemas.errors import UnknownSchemaError
 
@@ -137,8 +138,10 @@ class SchemaRegistry:
     def _check(self, key: bytes) -> None:
         if key not in self._writers:
             raise UnknownSchemaError(
-                f"unknown schema fingerprint {key.hex()}; "
-                f"known: {', '.join(k.hex() for k in self._writers)}"
+                f"unknown schema fingerprint {key.hex()}: written with a request schema that "
+                f"collection-manager {release.version()} does not know (a later release's? "
+                "upgrade the consumer and produce the dead letter again); known: "
+                f"{', '.join(k.hex() for k in self._writers)}"
             )
 
     def __contains__(self, key: object) -> bool:

@@ -12,6 +12,7 @@ from fastavro import parse_schema, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collection_manager import release
 from collection_manager.core.filters import MAX_DEPTH, MAX_NODES, Filter, Not, and_, eq, in_, or_
 from collection_manager.core.requests import (
     Append,
@@ -114,9 +115,10 @@ def test_newer_reader_decodes_older_writer() -> None:
 def test_older_reader_decodes_newer_writer_once_registered() -> None:
     v2 = SchemaRegistry(_v2_schema())
     data = encode_request(EXAMPLES[0], registry=v2)
-    unknown = f"unknown schema fingerprint {v2.fingerprint.hex()}"
-    with pytest.raises(UnknownSchemaError, match=unknown):
+    unknown = f"unknown schema fingerprint {v2.fingerprint.hex()}: written with a request "
+    with pytest.raises(UnknownSchemaError, match=unknown) as raised:
         decode_request(data)
+    assert f"collection-manager {release.version()} does not know" in str(raised.value)
     v1 = SchemaRegistry(request_schema())
     v1.register(_v2_schema())
     assert v2.fingerprint in v1
