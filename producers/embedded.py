@@ -25,6 +25,7 @@ from collection_manager.config.errors import ConfigError
 from collection_manager.control.controller import Controller
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.specs import CollectionSpec, validate_row
+from collection_manager.storage.replication import Durability
 from producers.agent import AgentConfig, ReplicaAgent
 from producers.simulated import Row, Update, apply_updates
 from producers.sources.plugin import SourceCollection
@@ -173,8 +174,10 @@ class EmbeddedReplica:
             replica_id,
             {c.name: spec for c, spec in zip(self._collections, self._specs, strict=True)},
         )
-        topic = topic or from_env(ConsumerConfig).topic
-        self._controller = Controller.connect(bootstrap, redis_url, topic, self._config)
+        consumer = from_env(ConsumerConfig)
+        self._controller = Controller.connect(
+            bootstrap, redis_url, topic or consumer.topic, self._config, Durability.of(consumer)
+        )
         names = [c.name for c in self._collections]
         self._agent = ReplicaAgent(
             replica_id,

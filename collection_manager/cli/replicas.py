@@ -35,6 +35,7 @@ from collection_manager.observability.endpoint import (
 )
 from collection_manager.observability.health import Health, recent
 from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
+from collection_manager.storage.replication import Durability
 
 if TYPE_CHECKING:
     from producers.agent import ReplicaAgent
@@ -125,9 +126,13 @@ def register(commands: Any) -> None:
 
 
 def _controller(endpoints: devservices.Endpoints) -> Controller:
-    topic = from_env(ConsumerConfig).topic
+    consumer = from_env(ConsumerConfig)
     return Controller.connect(
-        endpoints.kafka_bootstrap, endpoints.redis_url, topic, from_env(ReplicaConfig)
+        endpoints.kafka_bootstrap,
+        endpoints.redis_url,
+        consumer.topic,
+        from_env(ReplicaConfig),
+        Durability.of(consumer),
     )
 
 

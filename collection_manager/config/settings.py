@@ -251,13 +251,16 @@ class ConsumerConfig:
     redis_replica_acks: int = setting(
         0,
         "Replicas of every Redis primary that must hold a micro-batch's writes (Redis WAIT) "
-        "before its progress is recorded: 1 with a replica per primary, so a failover loses "
-        "nothing the consumer recorded as done; 0 for a Redis without replicas.",
+        "before its progress is recorded, and the controller's epochs and member records "
+        "before anything acts on them: 1 with a replica per primary, so a failover loses "
+        "nothing recorded as done and hands out no epoch twice; 0 for a Redis without "
+        "replicas.",
     )
     redis_replica_ack_timeout_ms: int = setting(
         10_000,
-        "How long a batch waits for those replicas; past it the consumer retries as in an "
-        "outage, recording no progress meanwhile.",
+        "How long a batch, or a controller's epoch or member change, waits for those "
+        "replicas; past it the consumer retries as in an outage, recording no progress "
+        "meanwhile, and the add or removal fails (the lease loop retries a removal).",
     )
     commit_group: str = setting(
         "",

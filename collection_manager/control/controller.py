@@ -46,6 +46,7 @@ from collection_manager.storage.client import REDIS_FAULTS, connected_client
 from collection_manager.storage.declared import DeclaredCollections
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
+from collection_manager.storage.replication import Durability
 from schemas.codec import encode_request
 from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
 
@@ -73,6 +74,8 @@ class Controller:
         config: lease time to live and key namespace.
         collections: the introspection collections a removal retracts from; default the
             built-in ones with ``config.collection_suffix``.
+        durability: the Redis replicas that must hold an epoch or a member change before
+            the controller acts on it (``Durability.of`` the settings); none by default.
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class Controller:
         topic: str,
         config: ReplicaConfig | None = None,
         collections: Sequence[str] | None = None,
+        durability: Durability | None = None,
     ) -> None:
         self.config = config or ReplicaConfig()
         if self.config.replica_retention_ms < 1:
@@ -97,7 +101,7 @@ class Controller:
         )
         self._producer = producer
         self._client = client
-        self._members = MemberRecord(client, self.config.replica_namespace)
+        self._members = MemberRecord(client, self.config.replica_namespace, durability)
         self._declared = DeclaredCollections(client, self.config.replica_namespace)
         self._sightings = ReplicaRecord(client, self.config.replica_namespace)
         self._leases = LeaseTable(self.config.replica_ttl_ms)
@@ -109,13 +113,18 @@ class Controller:
 
     @classmethod
     def connect(
-        cls, bootstrap: str, redis_url: str, topic: str, config: ReplicaConfig | None = None
+        cls,
+        bootstrap: str,
+        redis_url: str,
+        topic: str,
+        config: ReplicaConfig | None = None,
+        durability: Durability | None = None,
     ) -> Controller:
         """A controller with its own producer and Redis client."""
         # A socket timeout too: a paused Redis must not hang the lease loop for good.
         client = connected_client(redis_url, socket_connect_timeout=5, socket_timeout=10)
         producer = KafkaProducer(ProducerConfig(bootstrap, client_id="collection-manager-ctl"))
-        return cls(producer, client, topic, config)
+        return cls(producer, client, topic, config, durability=durability)
 
     def close(self) -> None:
         """Flushes and closes the producer."""

@@ -14,6 +14,12 @@ Keys, under a namespace (default ``cm:replicas``; every replica key is named by
 State changes are computed by the pure transition functions below and written with an
 optimistic transaction (``WATCH``), so a remove racing an add never overwrites it. A
 removed replica's keys are deleted (*collected*) once its retention has passed.
+
+With replicas (``Durability``, ``CM_REDIS_REPLICA_ACKS``), an issued epoch and a changed
+member record return only once that many replicas of every primary hold them: nothing acts
+on a decision a failover could roll back (an epoch handed out twice, a removed replica
+back as active: docs/design.md §6). The leases hash only shows the controller's table and
+gets no barrier.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import redis
 
 from collection_manager.control.leases import Lease
 from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replication import Durability
 
 ACTIVE = "active"
 REMOVING = "removing"
@@ -127,10 +134,18 @@ class MemberRecord:
     Args:
         client: a Redis client.
         namespace: prefix of the keys.
+        durability: the replicas that must hold an epoch or a member change before it is
+            acted on (none by default).
     """
 
-    def __init__(self, client: redis.Redis, namespace: str = "cm:replicas") -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str = "cm:replicas",
+        durability: Durability | None = None,
+    ) -> None:
         self._client = client
+        self._durability = durability or Durability()
         self.namespace = namespace
         self.keys = ReplicaKeys(namespace)
         self.members_key = self.keys.members
@@ -148,6 +163,9 @@ class MemberRecord:
         epoch = int(self._issue(keys=keys, args=[replica_id, counter]))
         if counter:
             self._client.delete(legacy)  # the issued record holds it from now on
+        self._durability.confirm(
+            self._client, f"epoch {epoch} of {replica_id} is used once they do"
+        )
         return epoch
 
     def collect(self, member: Member) -> bool:
@@ -199,6 +217,10 @@ class MemberRecord:
             written[:] = [new]
 
         self._client.transaction(transaction, self.members_key)
+        if written[0] is not None:
+            self._durability.confirm(
+                self._client, f"{replica_id}'s change is acted on once they do"
+            )
         return written[0]
 
     def save_leases(self, leases: list[Lease]) -> None:

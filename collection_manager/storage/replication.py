@@ -1,4 +1,5 @@
-"""What Redis's replicas hold: a barrier before the consumer records a batch as done.
+"""What Redis's replicas hold: a barrier before the consumer records a batch as done, and
+before the controller acts on an epoch, a member record or a lease it wrote.
 
 Redis replicates asynchronously. A replica promoted after its primary died may lack the
 primary's last writes. On one Redis that loses the progress record with the data (it lives
@@ -7,7 +8,9 @@ on another shard that kept it, and then nothing would replay what the failed sha
 So, before the driver records a batch's progress, ``replicated`` asks every primary to
 confirm that its replicas hold everything written so far (``WAIT``). A promoted replica
 then lacks at most writes whose progress was never recorded, which the next start replays
-(docs/design.md §4).
+(docs/design.md §4). The controller's writes get the same barrier (``Durability``): an
+epoch handed out, or a removal published, must not be rolled back by a failover, or the
+next add would hand the same epoch to a second incarnation (docs/design.md §6).
 
 ``WAIT`` counts from the last write *of its own connection*, so each primary gets a tiny
 write (a counter in one of its own slots) and the ``WAIT`` on one connection, after the
@@ -17,11 +20,13 @@ the counter's new value holds the batch.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import cast
 
 import redis
 from redis.crc import key_slot
 
+from collection_manager.config import ConsumerConfig
 from collection_manager.storage.errors import StorageError
 
 MARKER = "cm:replicated"
@@ -32,13 +37,41 @@ class ReplicasBehindError(StorageError, redis.RedisError):
     the consumer waits it out, and records no progress meanwhile."""
 
 
-def replicated(client: redis.Redis, replicas: int, timeout_ms: int) -> None:
+BATCH_WAITS = "the batch's progress is recorded once they do"
+
+
+@dataclasses.dataclass(frozen=True)
+class Durability:
+    """How many replicas of every primary must hold a write before anything acts on it.
+
+    Attributes:
+        replicas: ``CM_REDIS_REPLICA_ACKS`` (0: no barrier, a Redis without replicas).
+        timeout_ms: ``CM_REDIS_REPLICA_ACK_TIMEOUT_MS``.
+    """
+
+    replicas: int = 0
+    timeout_ms: int = 10_000
+
+    @classmethod
+    def of(cls, config: ConsumerConfig) -> Durability:
+        """The settings' barrier, the one the consumer keeps too."""
+        return cls(config.redis_replica_acks, config.redis_replica_ack_timeout_ms)
+
+    def confirm(self, client: redis.Redis, waiting: str) -> None:
+        """``replicated`` with these settings; ``waiting`` says what waits for them."""
+        replicated(client, self.replicas, self.timeout_ms, waiting)
+
+
+def replicated(
+    client: redis.Redis, replicas: int, timeout_ms: int, waiting: str = BATCH_WAITS
+) -> None:
     """Returns once ``replicas`` replicas of every primary hold its writes so far.
 
     Does nothing when ``replicas`` is 0 (a Redis without replicas).
 
     Raises:
-        ReplicasBehindError: a primary's replicas did not confirm within ``timeout_ms``.
+        ReplicasBehindError: a primary's replicas did not confirm within ``timeout_ms``;
+            its message ends with ``waiting``.
     """
     if replicas <= 0:
         return
@@ -58,8 +91,7 @@ def replicated(client: redis.Redis, replicas: int, timeout_ms: int) -> None:
             raise ReplicasBehindError(
                 f"only {confirmed} of the {replicas} replicas required (CM_REDIS_REPLICA_ACKS) "
                 f"confirmed the writes of the Redis primary at {_address(node)} within "
-                f"{timeout_ms} ms (CM_REDIS_REPLICA_ACK_TIMEOUT_MS); the batch's progress is "
-                "recorded once they do"
+                f"{timeout_ms} ms (CM_REDIS_REPLICA_ACK_TIMEOUT_MS); {waiting}"
             )
 
 
