@@ -37,11 +37,16 @@ from collection_manager.cli.status import (
 from collection_manager.cli.where import HELP as WHERE_HELP
 from collection_manager.cli.where import parse_where, split_term
 from collection_manager.config import InfraConfig, from_env
-from collection_manager.core.errors import SchemaError
+from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row, Value
-from collection_manager.storage.client import connected_client, patiently
+from collection_manager.storage.client import (
+    READ_TIMEOUT_S,
+    any_node_answers,
+    connected_client,
+    patiently,
+)
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.library import install
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
@@ -101,10 +106,12 @@ def register(commands: Any) -> None:
     query.add_argument(
         "--timeout",
         type=seconds_argument,
-        default=0.0,
+        default=READ_TIMEOUT_S,
         metavar="SECONDS",
-        help="how long the read tries again while Redis does not answer (a restart, or a "
-        "Redis Cluster failing over) before it gives up (default 0: it fails at once)",
+        help="how long the read tries again while Redis fails over (a node still loading "
+        "its data, a Redis Cluster whose slot has no primary yet) before it gives up "
+        f"(default {READ_TIMEOUT_S:g}; 0: at once); when no node answers at all it fails "
+        "at once",
     )
     add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
     query.set_defaults(run=run_query)
@@ -247,10 +254,19 @@ def run_query(args: argparse.Namespace) -> int:
         expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
         return spec, where, snapshot, expiries
 
-    spec, where, snapshot, expiries = patiently(read, args.timeout)
+    spec, where, snapshot, expiries = patiently(read, args.timeout, answers=_redis_answers)
     table = query_table(spec, snapshot, where, expiries, args.limit)
     show(args.format, query_json(spec, snapshot, expiries), table, headers=not args.no_headers)
     return 0
+
+
+def _redis_answers() -> bool:
+    """Whether any node of the configured (or local) Redis answers at all."""
+    try:
+        endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
+    except CollectionManagerError:
+        return False
+    return any_node_answers(endpoints.redis_url)
 
 
 def run_tail(args: argparse.Namespace) -> int:

@@ -181,11 +181,24 @@ PASSING_FAULTS: tuple[type[Exception], ...] = (
 )
 
 
-def patiently(call: Callable[[], T], timeout_s: float, first_pause_s: float = 0.1) -> T:
+# How long a read waits by default while Redis fails over (``query --timeout``): a replica
+# took over 6.8 to 8.9 s after its primary's SIGKILL here (cluster-node-timeout 5 s;
+# docs/operations.md, Faults), 28.5 s in the slowest run.
+READ_TIMEOUT_S = 30.0
+
+
+def patiently(
+    call: Callable[[], T],
+    timeout_s: float,
+    first_pause_s: float = 0.1,
+    answers: Callable[[], bool] = lambda: True,
+) -> T:
     """``call()``, called again through faults that pass (``PASSING_FAULTS``, also as the
     cause of a failed connect) until ``timeout_s`` has passed; then the last fault.
 
-    For reads: one that meets a Redis failover answers once a replica took over.
+    For reads: one that meets a Redis failover answers once a replica took over. When
+    ``answers()`` says no node answers at all (a Redis that is down, a wrong address), the
+    fault is raised at once: nothing is failing over, there is nothing to wait for.
     """
     deadline = time.monotonic() + timeout_s
     pause = first_pause_s
@@ -194,10 +207,26 @@ def patiently(call: Callable[[], T], timeout_s: float, first_pause_s: float = 0.
             return call()
         except Exception as exc:
             left = deadline - time.monotonic()
-            if not _passes(exc) or left <= 0:
+            if not _passes(exc) or left <= 0 or not answers():
                 raise
         time.sleep(min(pause, left))  # the last try comes at the deadline
         pause = min(pause * 2, 1.0)
+
+
+def any_node_answers(url: str, timeout_s: float = 1.0) -> bool:
+    """Whether any node ``url`` names answers at all (``PING``; one still loading answers)."""
+    for node in node_urls(url):
+        try:
+            with redis.Redis.from_url(
+                node, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
+            ) as client:
+                client.ping()
+            return True
+        except (BusyLoadingError, redis.AuthenticationError, redis.ResponseError):
+            return True  # it answered, if only to refuse
+        except (redis.RedisError, ValueError, OSError):
+            continue
+    return False
 
 
 def _passes(exc: BaseException) -> bool:
