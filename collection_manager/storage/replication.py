@@ -76,9 +76,10 @@ def replicated(
     if replicas <= 0:
         return
     for node, marker in _primaries(client):
+        wait_ms = _within_socket_timeout(node, timeout_ms)
         pipe = node.pipeline(transaction=False)  # one connection: WAIT follows its INCR
         pipe.incr(marker)
-        pipe.execute_command("WAIT", replicas, timeout_ms)
+        pipe.execute_command("WAIT", replicas, wait_ms)
         try:
             _, confirmed = pipe.execute()
         except (redis.ConnectionError, redis.ResponseError):
@@ -91,8 +92,18 @@ def replicated(
             raise ReplicasBehindError(
                 f"only {confirmed} of the {replicas} replicas required (CM_REDIS_REPLICA_ACKS) "
                 f"confirmed the writes of the Redis primary at {_address(node)} within "
-                f"{timeout_ms} ms (CM_REDIS_REPLICA_ACK_TIMEOUT_MS); {waiting}"
+                f"{wait_ms} ms (CM_REDIS_REPLICA_ACK_TIMEOUT_MS); {waiting}"
             )
+
+
+def _within_socket_timeout(node: redis.Redis, timeout_ms: int) -> int:
+    """``timeout_ms``, shortened to end before the connection's socket timeout: a WAIT that
+    outlasts it ends as the client's ``TimeoutError``, not as the refusal that says why
+    (the controller's client waits 10 s for a reply, as long as the default WAIT)."""
+    socket_timeout = node.connection_pool.connection_kwargs.get("socket_timeout")
+    if not socket_timeout:
+        return timeout_ms
+    return max(1, min(timeout_ms, int(socket_timeout * 1000 * 0.8)))
 
 
 def _address(node: redis.Redis) -> str:
