@@ -10,6 +10,7 @@ per library, never per process or per replica: bounded by the versions loaded.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import redis
@@ -20,6 +21,7 @@ from collection_manager.storage.library import LIBRARY_PREFIX, library_name
 
 # 0.1.0's library, named before names carried the version.
 FIRST_LIBRARY = "cm"
+_VERSIONED = re.compile(f"{LIBRARY_PREFIX}[0-9a-f]{{16}}")
 
 
 def in_use_key(library: str) -> str:
@@ -45,7 +47,10 @@ class LoadedLibrary:
 
 
 def _is_store_library(name: str) -> bool:
-    return name == FIRST_LIBRARY or name.startswith(LIBRARY_PREFIX)
+    """``cm``, or ``cm_`` and a version (16 hex digits): never another program's library."""
+    return (
+        name == FIRST_LIBRARY or re.fullmatch(f"{LIBRARY_PREFIX}[0-9a-f]{{16}}", name) is not None
+    )
 
 
 def _library_name(entry: Any) -> str:
@@ -81,7 +86,9 @@ def remove_library(client: redis.Redis, name: str) -> None:
         StorageError: when ``name`` is no library of the store, or is in use.
     """
     if not _is_store_library(name):
-        raise StorageError(f"{name!r} is no library of the store (cm or cm_<version>)")
+        raise StorageError(
+            f"{name!r} is no library of the store (cm, or cm_ and 16 hex digits of a version)"
+        )
     user = client.get(in_use_key(name))
     if user is not None:
         raise StorageError(

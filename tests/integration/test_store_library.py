@@ -172,6 +172,8 @@ def test_a_library_in_use_is_not_removed(
     assert another_version not in names(redis)
     with pytest.raises(StorageError, match="no library of the store"):
         remove_library(redis, "mylib")
+    with pytest.raises(StorageError, match="no library of the store"):
+        remove_library(redis, "cm_another_program")
 
 
 def test_functions_reach_index_keys_they_derive_and_do_not_declare(
