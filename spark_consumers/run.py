@@ -20,9 +20,9 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
-from collection_manager.storage.client import REDIS_FAULTS, connected_client
+from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
-from collection_manager.storage.library import install, library_name
+from collection_manager.storage.library import library_name
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
@@ -280,9 +280,8 @@ def _batch_done(
 
 
 def _prepared_store(redis_url: str) -> RedisStore:
-    client = connected_client(redis_url)
-    install(client)  # this version's functions, beside those of other versions (design §14)
-    store = RedisStore(client)
+    # This version's functions, beside those of other versions (design §14).
+    store = RedisStore.connect(redis_url, load_functions=True)
     ensure_introspection_collections(store)
     store.finish_deletes()  # one a stopped consumer left half done becomes readable now
     return store

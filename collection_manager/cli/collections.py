@@ -44,11 +44,9 @@ from collection_manager.core.specs import CollectionSpec, Row, Value
 from collection_manager.storage.client import (
     READ_TIMEOUT_S,
     any_node_answers,
-    connected_client,
     patiently,
 )
 from collection_manager.storage.counters import SHOWN_COUNTERS
-from collection_manager.storage.library import install
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
@@ -146,10 +144,7 @@ def store_from_env(load_functions: bool = False) -> RedisStore:
             create collections do (readers never load them: design §14).
     """
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
-    client = connected_client(endpoints.redis_url)
-    if load_functions:
-        install(client)
-    return RedisStore(client)
+    return RedisStore.connect(endpoints.redis_url, load_functions=load_functions)
 
 
 def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:

@@ -49,8 +49,7 @@ from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.kafka.security import from_environment
 from collection_manager.observability.endpoint import Endpoint
 from collection_manager.observability.health import Health, recent
-from collection_manager.storage.client import connected_client, redis_client
-from collection_manager.storage.library import install
+from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
 from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
@@ -175,9 +174,8 @@ def _open(
         from_env(ConsumerConfig), checkpoint_dir=None
     ).with_checkpoint(infra_config, query="demo")
     replica_config = options.replica_config()
-    redis = connected_client(endpoints.redis_url)
-    install(redis)  # the consumer it starts loads them too; its views read before that
-    store = RedisStore(redis)
+    # Its views read before the consumer it starts has loaded this version's functions.
+    store = RedisStore.connect(endpoints.redis_url, load_functions=True)
     producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))
     client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
     controller = Controller(producer, client, consumer_config.topic, replica_config)

@@ -35,6 +35,7 @@ from collection_manager.storage.library import (
     DUE,
     HORIZON,
     call,
+    install,
 )
 from collection_manager.storage.ops import (
     AppendOp,
@@ -130,9 +131,20 @@ class RedisStore(StoreReads):
         self._skipped: set[str] = set()  # catalog names outside the name rule, warned once
 
     @classmethod
-    def connect(cls, url: str, **kwargs: Any) -> RedisStore:
-        """Connects and pings, so that a wrong address fails here with a clear message."""
-        return cls(connected_client(url), **kwargs)
+    def connect(cls, url: str, load_functions: bool = False, **kwargs: Any) -> RedisStore:
+        """Connects and pings, so that a wrong address fails here with a clear message.
+
+        Args:
+            url: the Redis (or any node of a Redis Cluster).
+            load_functions: first load this version's store functions beside other
+                versions' (``library.install``), as the processes that write collections
+                do; readers never load them (design §14).
+            kwargs: as for the constructor.
+        """
+        client = connected_client(url)
+        if load_functions:
+            install(client)
+        return cls(client, **kwargs)
 
     # Catalog
 

@@ -44,9 +44,11 @@ class SimulatedPlugin:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--workers``, ``--dataflows``, ``--seed``."""
-        parser.add_argument("--workers", type=int, default=4, help="simulated workers (default 4)")
         parser.add_argument(
-            "--dataflows", type=int, default=8, help="simulated dataflows (default 8)"
+            "--workers", type=int, default=4, help="simulated workers (default %(default)s)"
+        )
+        parser.add_argument(
+            "--dataflows", type=int, default=8, help="simulated dataflows (default %(default)s)"
         )
         parser.add_argument(
             "--seed", type=int, help="fixes the simulated history (default: from the replica id)"
