@@ -50,7 +50,9 @@ def encode_request(
     registry: SchemaRegistry | None = None,
     max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> bytes:
-    """The single-object encoding of ``request`` with the registry's current schema.
+    """The single-object encoding of ``request``: with the registry's current schema when
+    it names a bucket, else with its plain one (``SchemaRegistry.plain``: bytes an older
+    release reads).
 
     Raises:
         SerializationError: when a value cannot be written (wrong type, out of range).
@@ -62,10 +64,13 @@ def encode_request(
         for row, _ in request.updates:
             _check_longs(row, request.collection)
     name, record = request_to_record(request)
+    fingerprint, writer = registry.plain
+    if record.get("bucket") is not None:  # only the current schema carries a bucket
+        fingerprint, writer = registry.fingerprint, registry.reader
     out = io.BytesIO()
-    out.write(MAGIC + registry.fingerprint)
+    out.write(MAGIC + fingerprint)
     try:
-        schemaless_writer(out, registry.reader, {"body": (name, record)})
+        schemaless_writer(out, writer, {"body": (name, record)})
     except Exception as exc:  # fastavro raises ValueError, TypeError, OverflowError, ...
         raise SerializationError(
             f"cannot encode {type(request).__name__}: {exc}", collection=collection

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from collection_manager.core.buckets import BucketPart
 from collection_manager.core.filters import (
     MAX_DEPTH,
     MAX_NODES,
@@ -143,26 +144,39 @@ def request_to_record(request: Request) -> tuple[str, Record]:
         # Not dataclasses.asdict: it would deep-copy every row first.
         record = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
         record["updates"] = [{"row": list(row), "diff": diff} for row, diff in request.updates]
+        record["bucket"] = _bucket_record(request.bucket)
     elif isinstance(request, Delete):
         fence = None if request.fence is None else dataclasses.asdict(request.fence)
         record = {"collection": request.collection, "filter": filter_to_nodes(request.filter)}
-        record.update(fence=fence, reason=request.reason)
+        record.update(fence=fence, reason=request.reason, bucket=_bucket_record(request.bucket))
     else:
         record = dataclasses.asdict(request)
     return f"{NAMESPACE}.{name}", record
+
+
+def _bucket_record(part: BucketPart | None) -> Record | None:
+    return None if part is None else dataclasses.asdict(part)
+
+
+def _bucket(record: Record | None) -> BucketPart | None:
+    # Absent in messages of writers before buckets (Avro fills in the default, None).
+    if record is None:
+        return None
+    return BucketPart(record["bucket"], record["group"], record["parts"])
 
 
 def _append(r: Record) -> Append:
     updates = tuple((tuple(u["row"]), u["diff"]) for u in r["updates"])
     return Append(
         r["collection"], r["replica_id"], r["epoch"], updates, r["produced_at"],
-        r["valid_until"], r["ttl_ms"],
+        r["valid_until"], r["ttl_ms"], _bucket(r.get("bucket")),
     )  # fmt: skip
 
 
 def _delete(r: Record) -> Delete:
     fence = None if r["fence"] is None else Fence(r["fence"]["replica_id"], r["fence"]["epoch"])
-    return Delete(r["collection"], nodes_to_filter(r["filter"]), r["reason"], fence)
+    filter_ = nodes_to_filter(r["filter"])
+    return Delete(r["collection"], filter_, r["reason"], fence, _bucket(r.get("bucket")))
 
 
 _FROM_RECORD: dict[str, Callable[[Record], Request]] = {

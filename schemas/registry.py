@@ -104,6 +104,18 @@ class SchemaRegistry:
         self._reader_schema = reader_schema
         self._writers: dict[bytes, ParsedSchema] = {self.fingerprint: self.reader}
         self._branches = {self.fingerprint: request_branches(reader_schema, reader_schema)}
+        self.plain: tuple[bytes, ParsedSchema] = (self.fingerprint, self.reader)
+
+    def write_plain_with(self, writer_schema: dict[str, Any]) -> None:
+        """Registers ``writer_schema`` and writes requests that use nothing newer with it.
+
+        A request for an unbucketed collection then has the bytes a 0.1.0 writer gives it,
+        so a consumer of 0.1.0 still reads the agents of this release (design §14).
+        """
+        self.plain = (
+            self.register(writer_schema),
+            self._writers[schema_fingerprint(writer_schema)],
+        )
 
     def register(self, writer_schema: dict[str, Any]) -> bytes:
         """Makes messages written with ``writer_schema`` decodable.
@@ -178,6 +190,9 @@ def released_request_schemas() -> list[dict[str, Any]]:
 def default_registry() -> SchemaRegistry:
     """The registry of the current request schema and the released ones, for the process."""
     registry = SchemaRegistry(request_schema())
-    for released in released_request_schemas():
-        registry.register(released)
+    released = released_request_schemas()
+    for schema in released:
+        registry.register(schema)
+    if released:  # the oldest released schema still carries every unbucketed request
+        registry.write_plain_with(released[0])
     return registry

@@ -17,8 +17,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from collection_manager.core.epochs import EpochAuthority, check_issued
-from collection_manager.core.errors import CollectionManagerError
-from collection_manager.core.requests import Request, validate_request
+from collection_manager.core.errors import CollectionManagerError, SchemaError
+from collection_manager.core.requests import Append, Delete, Request, request_key, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.plan import OffsetRequest
 from schemas.codec import decode_request
@@ -65,6 +65,16 @@ def decode_record(
         raise SerializationError("a record without a value (a tombstone) is no request")
     request = decode_request(record.value, max_bytes=max_bytes)
     validate_request(request, specs)
+    if isinstance(request, Append | Delete) and request.bucket is not None:
+        # A bucket's requests keep their order only if they share its key's partition.
+        key = request_key(request)
+        if record.key != key.encode():
+            raise SchemaError(
+                f"a request for bucket {request.bucket.bucket} of {request.collection} must be "
+                f"keyed {key!r} (the bucket key rule: <collection>#<bucket>), not "
+                f"{record.key!r}",
+                collection=request.collection,
+            )
     return request
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import redis
 from confluent_kafka import KafkaException
@@ -24,8 +24,9 @@ from collection_manager.observability.endpoint import process_registry, serve
 from collection_manager.observability.health import Health
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
+from collection_manager.storage.cut import SettleResult
 from collection_manager.storage.dead_letters import DeadLetterLedger
-from collection_manager.storage.keys import CATALOG, CollectionKeys, consumer_key
+from collection_manager.storage.keys import CATALOG, CollectionKeys, catalog_units, consumer_key
 from collection_manager.storage.reads import as_text
 from spark_consumers.metrics import BatchMetrics
 from spark_consumers.startup import REWINDS as REWINDS_FIELD
@@ -96,6 +97,25 @@ CONTROL = Counter(
 TIMER_RETRACTIONS = Counter(
     "cm_consumer_timer_retractions",
     "Rows the retraction timer retracted: their valid_until or their TTL passed.",
+    ["topic"],
+    registry=REGISTRY,
+)
+CUT_SETTLES = Counter(
+    "cm_consumer_cut_settles",
+    "Settled cuts recorded for bucketed collections (docs/design.md §10a).",
+    ["topic"],
+    registry=REGISTRY,
+)
+CUT_PARTS_TRIMMED = Counter(
+    "cm_consumer_cut_parts_trimmed",
+    "Parts of requests sent to several buckets trimmed once a settled cut passed them.",
+    ["topic"],
+    registry=REGISTRY,
+)
+CUT_GROUPS_GIVEN_UP = Counter(
+    "cm_consumer_cut_groups_given_up",
+    "Requests sent to several buckets given up incomplete: a part never came within the "
+    "delivery timeout, and readers see the parts that did (docs/design.md §10a).",
     ["topic"],
     registry=REGISTRY,
 )
@@ -249,6 +269,16 @@ class ConsumerObservability:
     def timer_retracted(self, rows: int) -> None:
         TIMER_RETRACTIONS.labels(self.topic).inc(rows)
 
+    def cuts_settled(self, results: Sequence[SettleResult]) -> None:
+        """Counts what the settles of the bucketed collections' cuts did."""
+        for result in results:
+            if result.cut is not None:
+                CUT_SETTLES.labels(self.topic).inc()
+            CUT_PARTS_TRIMMED.labels(self.topic).inc(result.trimmed)
+            if result.given_up:
+                logger.warning("gave up incomplete groups %s", ", ".join(result.given_up))
+                CUT_GROUPS_GIVEN_UP.labels(self.topic).inc(len(result.given_up))
+
     def query_running(self, running: bool) -> None:
         """The streaming query started or stopped; its loop is watched while it runs."""
         self._running = running
@@ -303,10 +333,11 @@ class ConsumerObservability:
         rewinds, recreations = client.hmget(consumer_key(self.topic), REWINDS_FIELD, RECREATED)
         REWINDS.labels(self.topic).set(int(rewinds or 0))
         TOPIC_RECREATIONS.labels(self.topic).set(int(recreations or 0))
-        names = client.hkeys(CATALOG)
+        catalog = client.hgetall(CATALOG).items()
+        units = [unit for name, raw in catalog for unit in catalog_units(as_text(name), raw)]
         with client.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.exists(CollectionKeys(as_text(name)).pending)
+            for unit in units:
+                pipe.exists(CollectionKeys(unit).pending)
             DELETES_IN_PROGRESS.set(sum(pipe.execute()))
 
     def _set_lag(self) -> None:

@@ -18,12 +18,18 @@ import time
 from collections.abc import Callable
 
 from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.storage.cut import SettleResult
 from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
 
 
 _RETRACTED = ("scheduled_retractions", "expirations")
+# How long a producer may take to deliver a message: librdkafka's message.timeout.ms,
+# which every producer of the project keeps at its default. A group of parts sent to
+# several buckets, still incomplete that long after its first part was applied (by the TTL
+# clock), lost a part for good and is given up (core/cut.py).
+GROUP_DELIVERY_MS = 300_000
 
 
 def _now_ms() -> int:
@@ -65,8 +71,8 @@ class RetractionTimer:
 
     def _prepare_new(self) -> None:
         # Collections created (or first written from this topic) after start get the
-        # current expiration too.
-        for name in self.store.collections():
+        # current expiration too. A bucketed collection's buckets are timed each on its own.
+        for name in (unit.name for unit in self.store.unit_specs()):
             if name not in self.prepared:
                 try:
                     if not self.store.written_from(name, self.topic):
@@ -98,3 +104,21 @@ class RetractionTimer:
             sum(self.store.retract_due(name, now, ttl_clock_ms).get(c, 0) for c in _RETRACTED)
             for name in sorted(self.prepared)
         )
+
+    def settle_cuts(self, ttl_clock_ms: int | None) -> list[SettleResult]:
+        """Settles the cut of each bucketed collection this topic writes (``storage/cut.py``).
+
+        ``ttl_clock_ms``: as for :meth:`tick`; 0 or None gives up no group (the consumer
+        may be behind).
+        """
+        results = []
+        for spec in self.store.specs().values():
+            if spec.buckets == 1 or not any(u.name in self.prepared for u in spec.units()):
+                continue
+            try:
+                results.append(
+                    self.store.settle_cut(spec.name, ttl_clock_ms or 0, GROUP_DELIVERY_MS)
+                )
+            except UnknownCollectionError:
+                continue  # dropped since it was listed
+        return results

@@ -115,11 +115,12 @@ def watch(
             if timer is not None:
                 ended = None if outage is None else outage.ended_ms()
                 status, now_ms = dict(query.status), int(time.time() * 1000)
-                retracted = timer.tick(
-                    ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended)
-                )
+                clock = ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended)
+                retracted = timer.tick(clock)
+                settled = timer.settle_cuts(clock)
                 if observed is not None:
                     observed.timer_retracted(retracted)
+                    observed.cuts_settled(settled)
             if observed is not None:
                 observed.beat()
             # An idle trigger reports progress too (a new timestamp, the same batch id).

@@ -9,6 +9,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
+from collection_manager.core.buckets import (
+    MAX_BUCKETS,
+    BucketPart,
+    bucket_key,
+    bucket_of,
+    unit_name,
+)
 from collection_manager.core.errors import (
     EpochError,
     SchemaError,
@@ -52,6 +59,8 @@ class Append:
         valid_until: when set, the rows must be retracted at this time (ms, docs/design.md §7).
         ttl_ms: when set, each row it names expires this long after the consumer applied
             it, unless appended again with a TTL (docs/design.md §8, row TTL).
+        bucket: the bucket of a bucketed collection it is for (``core/buckets.py``), None
+            for an unbucketed one.
     """
 
     collection: str
@@ -61,6 +70,7 @@ class Append:
     produced_at: int
     valid_until: int | None = None
     ttl_ms: int | None = None
+    bucket: BucketPart | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "updates", _as_updates(self.updates))
@@ -76,12 +86,14 @@ class Delete:
         reason: why, for people reading logs and dead letters.
         fence: when set, recorded after the retractions so the fuse drops later appends
             from the dead epochs.
+        bucket: the bucket of a bucketed collection it is for, None for an unbucketed one.
     """
 
     collection: str
     filter: Filter
     reason: str = ""
     fence: Fence | None = None
+    bucket: BucketPart | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +121,9 @@ class Heartbeat:
     sent_at: int | None = None
 
 
+# The longest group id of a request sent to several buckets (uuid4 hex has 32).
+MAX_GROUP_ID = 64
+
 MIN_EPOCH = 1  # the first value of the controller's epoch counter (INCR from nothing)
 
 Control = ReplicaAdded | ReplicaRemoved | Heartbeat
@@ -118,6 +133,23 @@ Request = Append | Delete | ReplicaAdded | ReplicaRemoved | Heartbeat
 def collection_of(request: Request) -> str | None:
     """The collection a request writes to, or None for control requests."""
     return request.collection if isinstance(request, Append | Delete) else None
+
+
+def unit_of(request: Request) -> str | None:
+    """The storage unit a request writes to (``core/buckets.py``), or None for control
+    requests: the collection, or for a bucketed one ``<collection>#<bucket>``."""
+    if not isinstance(request, Append | Delete):
+        return None
+    return unit_name(request.collection, None if request.bucket is None else request.bucket.bucket)
+
+
+def request_key(request: Request) -> str:
+    """The Kafka key of a request: its unit (the bucket key rule), or its replica id."""
+    unit = unit_of(request)
+    if unit is not None:
+        return unit
+    assert isinstance(request, ReplicaAdded | ReplicaRemoved | Heartbeat)
+    return request.replica_id
 
 
 def epoch_claims(request: Request) -> tuple[tuple[str, int], ...]:
@@ -183,10 +215,58 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
             f"unknown collection {name!r}; known: {known}", collection=name
         )
     spec = specs[name]
+    assert isinstance(request, Append | Delete)
+    _validate_bucket(request, spec)
     if isinstance(request, Delete):
         validate(request.filter, spec)
-    elif isinstance(request, Append):
+    else:
         _validate_updates(request, spec)
+
+
+def _validate_bucket(request: Append | Delete, spec: CollectionSpec) -> None:
+    """The bucket rule: a bucketed collection's request names one of its buckets, and an
+    append's rows all lie in it (``core/buckets.py``)."""
+    part, name = request.bucket, request.collection
+    if spec.buckets == 1:
+        if part is not None:
+            raise SchemaError(
+                f"{name} is not bucketed, but the request names bucket {part.bucket}",
+                collection=name,
+            )
+        return
+    if part is None:
+        raise SchemaError(
+            f"{name} has {spec.buckets} buckets (by {spec.bucket_column}): each request names "
+            f"its bucket and is keyed {bucket_key(name, 0)}..{bucket_key(name, spec.buckets - 1)}"
+            " (producers.routing splits one)",
+            collection=name,
+        )
+    if not 0 <= part.bucket < spec.buckets:
+        raise SchemaError(
+            f"bucket {part.bucket} of {name} is outside 0..{spec.buckets - 1}", collection=name
+        )
+    if not 1 <= part.parts <= MAX_BUCKETS or (part.parts > 1) != (part.group is not None):
+        raise SchemaError(
+            f"a request in {part.parts} parts (1 to {MAX_BUCKETS}) must name its group "
+            f"exactly when it has more than one part (group {part.group!r})",
+            collection=name,
+        )
+    if part.group is not None and not 1 <= len(part.group) <= MAX_GROUP_ID:
+        raise SchemaError(
+            f"group id of {len(part.group)} characters; 1 to {MAX_GROUP_ID} allowed",
+            collection=name,
+        )
+    if isinstance(request, Append):
+        position = spec.bucket_position
+        for row, _ in request.updates:
+            value = row[position] if len(row) > position else None
+            if isinstance(value, str | int) and bucket_of(value, spec.buckets) != part.bucket:
+                raise SchemaError(
+                    f"row {row!r} of {name} lies in bucket {bucket_of(value, spec.buckets)}, "
+                    f"not in bucket {part.bucket} of its request (bucket = CRC-32 of "
+                    f"{spec.bucket_column} mod {spec.buckets})",
+                    collection=name,
+                )
 
 
 def _validate_updates(request: Append, spec: CollectionSpec) -> None:

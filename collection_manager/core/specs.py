@@ -14,6 +14,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from collection_manager.core.buckets import (
+    DEFAULT_BUCKET_COLUMN,
+    MAX_BUCKETS,
+    SEPARATOR,
+    unit_name,
+)
 from collection_manager.core.errors import SchemaError
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
@@ -91,6 +97,12 @@ class CollectionSpec:
         name: the collection id (also the Kafka message key of its requests).
         row_schema: the Avro record schema of its rows.
         indexed_columns: columns with a secondary index (string or long columns).
+        buckets: how many buckets the collection is spread over (``core/buckets.py``), 1 to
+            ``MAX_BUCKETS``.
+        bucket_column: the column whose value picks a row's bucket (a string or long
+            column; ``replica_id`` unless named).
+        bucket: set on the spec of one bucket's storage unit (``unit``), whose ``name`` is
+            then the unit's name, ``<collection>#<bucket>``.
         columns: derived from ``row_schema``.
 
     Raises:
@@ -102,14 +114,20 @@ class CollectionSpec:
     name: str
     row_schema: Mapping[str, Any] = dataclasses.field(hash=False, repr=False)
     indexed_columns: tuple[str, ...] = ()
+    buckets: int = 1
+    bucket_column: str = DEFAULT_BUCKET_COLUMN
+    bucket: int | None = None
     columns: tuple[Column, ...] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         # The name becomes part of every Redis key of the collection (storage/keys.py).
-        check_collection_name(self.name)
+        check_collection_name(self.collection)
+        if self.name != unit_name(self.collection, self.bucket):  # a '#' of its own
+            check_collection_name(self.name)
         object.__setattr__(self, "indexed_columns", tuple(self.indexed_columns))
         object.__setattr__(self, "columns", columns_of(self.row_schema))
         kinds = {c.name: c.type for c in self.columns}
+        self._check_buckets(kinds)
         for column in self.indexed_columns:
             if kinds.get(column) not in INDEXABLE_TYPES:
                 raise SchemaError(
@@ -117,6 +135,52 @@ class CollectionSpec:
                     f"column, not {kinds.get(column, 'missing')}",
                     collection=self.name,
                 )
+
+    def _check_buckets(self, kinds: Mapping[str, str]) -> None:
+        if isinstance(self.buckets, bool) or not 1 <= self.buckets <= MAX_BUCKETS:
+            raise SchemaError(
+                f"{self.collection} asks for {self.buckets} buckets; a collection has 1 to "
+                f"{MAX_BUCKETS} (MAX_BUCKETS)",
+                collection=self.collection,
+            )
+        if self.buckets == 1:
+            return
+        column = next((c for c in self.columns if c.name == self.bucket_column), None)
+        if column is None or column.type not in INDEXABLE_TYPES or column.nullable:
+            found = "missing" if column is None else f"{column.type}, nullable={column.nullable}"
+            raise SchemaError(
+                f"bucket column {self.bucket_column!r} of {self.collection} must be a "
+                f"non-nullable string or long column, not {found}",
+                collection=self.collection,
+            )
+
+    @property
+    def collection(self) -> str:
+        """The collection's name (``name`` is a bucket's unit name on a bucket's spec)."""
+        return self.name.partition(SEPARATOR)[0]
+
+    @property
+    def bucket_position(self) -> int:
+        """The position of the bucket column in a row."""
+        return self.column_names.index(self.bucket_column)
+
+    def units(self) -> list[CollectionSpec]:
+        """The spec of each storage unit: itself when unbucketed, else one per bucket."""
+        if self.buckets == 1:
+            return [self]
+        return [self.unit(bucket) for bucket in range(self.buckets)]
+
+    def unit(self, bucket: int | None) -> CollectionSpec:
+        """The spec of ``bucket``'s storage unit (None: the unbucketed collection itself)."""
+        if bucket is None and self.buckets == 1:
+            return self
+        if bucket is None or not 0 <= bucket < self.buckets:
+            raise SchemaError(
+                f"{self.collection} has buckets 0 to {self.buckets - 1}, not {bucket}",
+                collection=self.collection,
+            )
+        name = unit_name(self.collection, bucket)
+        return dataclasses.replace(self, name=name, bucket=bucket)
 
     @functools.cached_property
     def exact_types(self) -> tuple[frozenset[type], ...]:

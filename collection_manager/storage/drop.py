@@ -22,9 +22,10 @@ from collections.abc import Callable
 
 import redis
 
+from collection_manager.core.buckets import split_unit, unit_name
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import as_text
-from collection_manager.storage.keys import CATALOG, CollectionKeys
+from collection_manager.storage.keys import CATALOG, CollectionKeys, cut_key
 from collection_manager.storage.library import DROP, call
 from collection_manager.storage.ops import function_call
 
@@ -40,6 +41,8 @@ DROP_STEP_ROWS = 500
 # (bench/reader_latency.py; bench/notes.md, 2026-11-26). A drop is not urgent: its
 # collection left the catalog before its first step.
 DROP_REDIS_SHARE = 2 / 3
+# The field of a bucketed collection's own drop state that holds how many buckets it had.
+BUCKETS_FIELD = "buckets"
 
 
 class CollectionDrop:
@@ -61,25 +64,39 @@ class CollectionDrop:
 
     def drop(self, collection: str) -> None:
         """Removes ``collection``'s definition, then its keys in steps (or finishes a drop
-        of that name that stopped half way)."""
-        keys = CollectionKeys(collection)
+        of that name that stopped half way). A bucketed collection's buckets each drop as
+        a collection does; the drop records how many there are (``BUCKETS_FIELD``)."""
         raw = self._client.hget(CATALOG, collection)
         if raw is not None:
             record = json.loads(raw)
             layout = CollectionSpec(_LAYOUT_NAME, record["row_schema"], record["indexed_columns"])
-            indexed = json.loads(function_call([], layout).payload)["ic"]
+            indexed = json.dumps(json.loads(function_call([], layout).payload)["ic"])
+            buckets = int(record.get("buckets", 1))
+            if buckets > 1:
+                self._client.hsetnx(CollectionKeys(collection).dropping, BUCKETS_FIELD, buckets)
             # Kept if a drop before this one stopped half way: its rows have that layout.
-            self._client.hsetnx(keys.dropping, "ic", json.dumps(indexed))
+            for unit in _units(collection, buckets):
+                self._client.hsetnx(CollectionKeys(unit).dropping, "ic", indexed)
             self._client.hdel(CATALOG, collection)
         self.finish(collection)
 
     def finish(self, collection: str) -> None:
         """Runs the drop of ``collection`` in progress, if any, to its end."""
-        keys = CollectionKeys(collection)
+        state = CollectionKeys(collection).dropping
+        buckets = self._client.hget(state, BUCKETS_FIELD)
+        if buckets is None:
+            self._finish_unit(collection)
+            return
+        for unit in _units(collection, int(buckets)):
+            self._finish_unit(unit)
+        self._client.unlink(cut_key(collection), state)
+
+    def _finish_unit(self, unit: str) -> None:
+        keys = CollectionKeys(unit)
         if not self._client.exists(keys.dropping):
             # No drop and no definition: only the fixed keys can be there (a definition
             # that never was, or whose drop predates the steps).
-            if self._client.hget(CATALOG, collection) is None:
+            if self._client.hget(CATALOG, split_unit(unit)[0]) is None:
                 self._client.unlink(*keys.function_keys())
             return
         while True:
@@ -90,3 +107,9 @@ class CollectionDrop:
                 return
             took = time.monotonic() - started
             self._pause(took * (1 - DROP_REDIS_SHARE) / DROP_REDIS_SHARE)
+
+
+def _units(collection: str, buckets: int) -> list[str]:
+    if buckets == 1:
+        return [collection]
+    return [unit_name(collection, bucket) for bucket in range(buckets)]

@@ -100,18 +100,30 @@ end
 local function delete(c, args, op)
   c.rows.flush()  -- its candidates come from Redis: the appends before it must be there
   local query = cjson.decode(args[op.q])
+  local time
   if delete_size(c, query) <= c.payload.ds then
-    local time = c.next_time()
+    time = c.next_time()
     for _, row in ipairs(candidates(c.keys.contents, c.index_prefix, query.x)) do
       retract_matching(c, time, query, row)
     end
   else
     c.counts.steps = c.counts.steps + 1
-    local time = tonumber(redis.call('GET', c.keys.time) or '0') + 1
+    time = tonumber(redis.call('GET', c.keys.time) or '0') + 1
     redis.call('HSET', c.keys.pending, 'query', args[op.q], 'ic', cjson.encode(c.payload.ic),
                'time', integer(time), 'key', 1, 'cursor', '0', 'seq', 0, 'run', server_run())
   end
   if op.fr then fence(c.keys.fences, op.fr, op.fe) end
+  return time
+end
+
+-- The parts of grouped requests (op.g: "<group>|<parts>" each) that an op applied at
+-- `time`, recorded in the same call, so readers know which groups this bucket holds at
+-- which time and can see each group whole or not at all (core/cut.py).
+local function record_parts(c, op, time)
+  if not op.g then return end
+  for _, part in ipairs(op.g) do
+    redis.call('ZADD', c.keys.parts, time, part .. '|' .. integer(c.payload.now))
+  end
 end
 
 -- The full index keys of a part whose rows all share them (x: "<column>:<value>", as
@@ -189,10 +201,12 @@ local function cm_apply(keys, args)
       refuse(c, watermark_field, op)
       watermark = op.o
     elseif op.k == 'a' then
-      append(c, args, c.next_time(), op)
+      local time = c.next_time()
+      append(c, args, time, op)
+      record_parts(c, op, time)
       watermark = op.o
     else
-      delete(c, args, op)
+      record_parts(c, op, delete(c, args, op))
       counts.requests = counts.requests + 1
       watermark = op.o
     end
@@ -444,6 +458,31 @@ local function cm_counts(keys, args)
   return reply
 end
 
+-- A bucket's view for a read across buckets (core/cut.py): the time readers see now (the
+-- latest readable one, or while a delete is in progress its time), and the grouped parts
+-- applied after the settled time `floor`. keys: 1 time, 2 pending, 3 parts. args: 1 floor,
+-- 2 the most parts to return. Replies {time, member, time, member, time, ...}; more parts
+-- than asked for are never returned (the caller refuses to read then).
+local function cm_cut(keys, args)
+  local time = redis.call('HGET', keys[2], 'time') or redis.call('GET', keys[1]) or '0'
+  local reply = {tonumber(time)}
+  local parts = redis.call('ZRANGEBYSCORE', keys[3], '(' .. args[1], '+inf', 'WITHSCORES',
+                           'LIMIT', 0, tonumber(args[2]))
+  for _, value in ipairs(parts) do reply[#reply + 1] = value end
+  return reply
+end
+
+-- Records a settled cut of a bucketed collection (storage/cut.py), unless another settle
+-- came first: keys: 1 the cut hash. args: 1 the version the caller read ('' for none),
+-- then pairs of field and value (bucket -> time, 'x:<group>' -> 1). Replies 1 when it
+-- wrote (and the version moved on by one), 0 when the version had moved meanwhile.
+local function cm_settle(keys, args)
+  if (redis.call('HGET', keys[1], 'v') or '') ~= args[1] then return 0 end
+  for i = 2, #args, 2 do redis.call('HSET', keys[1], args[i], args[i + 1]) end
+  redis.call('HINCRBY', keys[1], 'v', 1)
+  return 1
+end
+
 -- One step of dropping a collection (storage/drop.py), whose definition is gone from the
 -- catalog already: up to `budget` of its rows leave its contents and their index sets
 -- (derived by row_index_keys as add derives them: a set exists only while a row of its
@@ -491,7 +530,9 @@ redis.register_function(PREFIX .. 'due', cm_due)
 redis.register_function(PREFIX .. 'horizon', cm_horizon)
 redis.register_function(PREFIX .. 'continue', cm_continue)
 redis.register_function(PREFIX .. 'drop', cm_drop)
+redis.register_function(PREFIX .. 'settle', cm_settle)
 redis.register_function{function_name = PREFIX .. 'read', callback = cm_read, flags = {'no-writes'}}
 redis.register_function{function_name = PREFIX .. 'scan', callback = cm_scan, flags = {'no-writes'}}
 redis.register_function{function_name = PREFIX .. 'counts', callback = cm_counts, flags = {'no-writes'}}
+redis.register_function{function_name = PREFIX .. 'cut', callback = cm_cut, flags = {'no-writes'}}
 redis.register_function{function_name = PREFIX .. 'version', callback = cm_version, flags = {'no-writes'}}

@@ -1,12 +1,20 @@
 """Redis key layout of a storage collection.
 
 Every key of collection ``c`` carries the hash tag ``{c}`` so that, on a Redis Cluster,
-all of them live in one slot and a request applies atomically in one function call.
+all of them live in one slot and a request applies atomically in one function call. A
+bucket of a bucketed collection (``core/buckets.py``) is a storage unit of its own, with
+keys like a collection's under a hash tag of its own (:func:`unit_tag`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+from collection_manager.core.buckets import MAX_BUCKETS, split_unit, unit_name
 
 CATALOG = "cm:catalog"
 # Hash of a consumer's own metrics per topic: batches, dead letters, last batch, progress,
@@ -35,6 +43,7 @@ FUNCTION_KEYS = (
     "expiries",
     "pending",
     "bound",
+    "parts",
     "migration_guard",
 )
 # The fields of a change-log entry: JSON arrays of its rows and of their diffs.
@@ -52,15 +61,68 @@ def watermark_topic(field: str) -> str:
     return field.rpartition(":")[0]
 
 
+def _spread(index: int) -> float:
+    """The van der Corput point of ``index`` in [0, 1): 0, 1/2, 1/4, 3/4, 1/8, ... Any first
+    N of them are spread evenly (within a factor of two of 1/N apart)."""
+    point, scale = 0.0, 0.5
+    while index:
+        point += scale * (index & 1)
+        index >>= 1
+        scale /= 2
+    return point
+
+
+@functools.lru_cache(maxsize=4096)
+def unit_tag(unit: str) -> str:
+    """The hash tag of a storage unit's keys: the unit's name for an unbucketed collection;
+    for a bucket, its name and the first salt that puts it in its own stretch of slots.
+
+    A Redis Cluster gives each primary a contiguous range of slots. Bucket ``b``'s slot is
+    sought in the stretch at the ``b``-th van der Corput point (shifted by the collection's
+    own slot, so that collections do not all start on one node), ``16384 / MAX_BUCKETS``
+    slots wide: the buckets of a collection land as evenly over the primaries as their
+    count allows, where plain ``{c#b}`` tags put 8 of 16 on one of three primaries.
+    """
+    collection, bucket = split_unit(unit)
+    if bucket is None:
+        return unit
+    width = REDIS_CLUSTER_HASH_SLOTS // MAX_BUCKETS
+    shift = key_slot(collection.encode()) / REDIS_CLUSTER_HASH_SLOTS
+    start = int(((_spread(bucket) + shift) % 1.0) * REDIS_CLUSTER_HASH_SLOTS)
+    salt = 0
+    while True:  # about MAX_BUCKETS tries on average
+        tag = f"{unit}.{salt}"
+        if (key_slot(tag.encode()) - start) % REDIS_CLUSTER_HASH_SLOTS < width:
+            return tag
+        salt += 1
+
+
+def catalog_units(name: str, record: bytes | str) -> list[str]:
+    """The storage units of a catalog entry: the collection, or each of its buckets."""
+    try:
+        buckets = int(json.loads(record).get("buckets", 1))
+    except (ValueError, AttributeError, TypeError):
+        buckets = 1  # not a definition this version reads: at most its own keys exist
+    if buckets <= 1:
+        return [name]
+    return [unit_name(name, bucket) for bucket in range(buckets)]
+
+
+def cut_key(collection: str) -> str:
+    """Hash of a bucketed collection's settled cut (``storage/cut.py``): field ``<bucket>``
+    -> the bucket's time in it, field ``x:<group>`` -> a group given up as incomplete."""
+    return f"cm:{{{collection}}}:cut"
+
+
 @dataclasses.dataclass(frozen=True)
 class CollectionKeys:
-    """The keys of one collection."""
+    """The keys of one storage unit: a collection, or one bucket of one (``c#b``)."""
 
     collection: str
 
     @property
     def _base(self) -> str:
-        return f"cm:{{{self.collection}}}"
+        return f"cm:{{{unit_tag(self.collection)}}}"
 
     @property
     def contents(self) -> str:
@@ -151,6 +213,17 @@ class CollectionKeys:
         before this key existed has none until it is empty: its applies read every row.
         """
         return f"{self._base}:bound"
+
+    @property
+    def parts(self) -> str:
+        """Sorted set of the parts of grouped requests applied here (a bucket of a bucketed
+        collection): member ``<group>|<parts>|<applied at, ms>``, score the time it took.
+
+        Written in the call that applies the part, so a reader learns exactly which groups
+        this bucket holds at each time (``core/cut.py``); trimmed once the settled cut has
+        passed them (``storage/cut.py``).
+        """
+        return f"{self._base}:parts"
 
     @property
     def migration_guard(self) -> str:

@@ -45,10 +45,14 @@ READ = "read"
 SCAN = "scan"
 COUNTS = "counts"
 DROP = "drop"
+CUT = "cut"
+SETTLE = "settle"
 VERSION_FUNCTION = "version"
-FUNCTIONS = (APPLY, CONTINUE, DUE, HORIZON, READ, SCAN, COUNTS, DROP, VERSION_FUNCTION)
+FUNCTIONS = (
+    APPLY, CONTINUE, DUE, HORIZON, READ, SCAN, COUNTS, DROP, CUT, SETTLE, VERSION_FUNCTION
+)  # fmt: skip
 # Those that write: a call of one loads the library when Redis lost it.
-WRITING = frozenset({APPLY, CONTINUE, DUE, HORIZON, DROP})
+WRITING = frozenset({APPLY, CONTINUE, DUE, HORIZON, DROP, SETTLE})
 
 REDIS_NEEDED = "Redis 7.0 or later, for Redis Functions"
 # Expired rows and scheduled retractions one cm_due call applies at most (one time each):

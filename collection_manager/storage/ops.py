@@ -25,6 +25,7 @@ class AppendOp:
     first_offset: int
     last_offset: int
     parts: Sequence[SourceUpdates]
+    groups: Sequence[str] = ()  # "<group>|<parts>" of grouped requests among them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +43,7 @@ class DeleteOp:
     index_keys: Sequence[str] | None
     residual: LuaFilter | None
     fence: tuple[str, int] | None = None
+    groups: Sequence[str] = ()  # "<group>|<parts>" when it is a part of a grouped request
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +143,11 @@ def _part_json(part: SourceUpdates, call: _CallShape, texts: list[str]) -> dict[
 def _op_json(op: Op, call: _CallShape, texts: list[str]) -> dict[str, Any]:
     if isinstance(op, AppendOp):
         parts = [_part_json(p, call, texts) for p in op.parts]
-        return {"k": "a", "s": op.first_offset, "o": op.last_offset, "p": parts}
+        appended: dict[str, Any] = {"k": "a", "s": op.first_offset, "o": op.last_offset}
+        appended["p"] = parts
+        if op.groups:
+            appended["g"] = list(op.groups)
+        return appended
     if isinstance(op, RefusedOp):
         return {"k": "x", "s": op.offset, "o": op.offset, "why": op.why}
     out: dict[str, Any] = {"k": "d", "s": op.offset, "o": op.offset}
@@ -149,6 +155,8 @@ def _op_json(op: Op, call: _CallShape, texts: list[str]) -> dict[str, Any]:
     texts.append(query_json(op.index_keys, op.residual))
     if op.fence is not None:
         out["fr"], out["fe"] = op.fence
+    if op.groups:
+        out["g"] = list(op.groups)
     return out
 
 

@@ -7,12 +7,13 @@ collection, the operations still to apply, with appends merged between deletes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from collection_manager.core.buckets import BucketPart
 from collection_manager.core.filters import Filter, index_lookup
 from collection_manager.core.numbers import INT_RANGE
 from collection_manager.core.planning import AppendGroup, DeleteStep, plan_groups
-from collection_manager.core.requests import Append, Delete, Request
+from collection_manager.core.requests import Append, Delete, Request, unit_of
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.lua_filter import LuaFilter, to_lua
 from collection_manager.storage.ops import AppendOp, DeleteOp, Op, RefusedOp
@@ -34,24 +35,30 @@ def filter_query(node: Filter, spec: CollectionSpec) -> tuple[list[str] | None, 
 def _delete_op(offset: int, request: Delete, spec: CollectionSpec) -> DeleteOp:
     keys, residual = filter_query(request.filter, spec)
     fence = None if request.fence is None else (request.fence.replica_id, request.fence.epoch)
-    return DeleteOp(offset, keys, residual, fence)
+    return DeleteOp(offset, keys, residual, fence, _groups([request]))
 
 
-def _relevant(request: Request, collection: str) -> bool:
-    # Control requests touch no collection: a removal fences through its deletes.
-    return isinstance(request, Append | Delete) and request.collection == collection
+def _groups(requests: Iterable[Append | Delete]) -> tuple[str, ...]:
+    """``<group>|<parts>`` of each grouped request among ``requests`` (core/buckets.py)."""
+    parts: list[BucketPart] = [r.bucket for r in requests if r.bucket and r.bucket.group]
+    return tuple(f"{part.group}|{part.parts}" for part in parts)
 
 
 def collection_ops(
     requests: Sequence[OffsetRequest], spec: CollectionSpec, applied: int
 ) -> list[Op]:
-    """The operations of ``spec``'s collection for the requests after offset ``applied``."""
-    mine = [(o, r) for o, r in requests if o > applied and _relevant(r, spec.name)]
+    """The operations of ``spec``'s storage unit (a collection, or one bucket of one) for
+    the requests after offset ``applied``."""
+    # Control requests touch no collection: a removal fences through its deletes.
+    mine = [(o, r) for o, r in requests if o > applied and unit_of(r) == spec.name]
     offsets = [offset for offset, _ in mine]
     ops: list[Op] = []
     for step in plan_groups([request for _, request in mine]):
         if isinstance(step, AppendGroup):
-            ops.append(AppendOp(offsets[step.first_index], offsets[step.last_index], step.parts))
+            merged = [r for _, r in mine[step.first_index : step.last_index + 1]]
+            appends = [r for r in merged if isinstance(r, Append)]
+            first, last = offsets[step.first_index], offsets[step.last_index]
+            ops.append(AppendOp(first, last, step.parts, _groups(appends)))
         elif isinstance(step, DeleteStep):
             ops.append(_delete_op(offsets[step.index], step.request, spec))
     return ops
@@ -95,9 +102,12 @@ def split_refused(
         for offset, request in requests
         if op.first_offset <= offset <= op.last_offset
         and isinstance(request, Append)
-        and request.collection == spec.name
+        and unit_of(request) == spec.name
     ]
-    return [AppendOp(offset, offset, _alone(request).parts) for offset, request in mine]
+    return [
+        AppendOp(offset, offset, _alone(request).parts, _groups([request]))
+        for offset, request in mine
+    ]
 
 
 def _alone(request: Append) -> AppendGroup:

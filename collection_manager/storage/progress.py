@@ -22,7 +22,7 @@ import redis
 from collection_manager.storage.client import on_every_primary, redis_client
 from collection_manager.storage.dead_letters import DONE
 from collection_manager.storage.errors import StorageError
-from collection_manager.storage.keys import CATALOG, CollectionKeys
+from collection_manager.storage.keys import CATALOG, CollectionKeys, catalog_units
 
 _CLUSTER = "cluster_id"
 _TOPIC_ID = "topic_id"
@@ -137,9 +137,10 @@ class ProgressRecord:
         Exact fields only: ``<topic>:<partition>`` of each collection's ``applied`` hash and of
         the dead-letter ``done`` hash; no key is deleted by a pattern.
         """
-        collections = [_text(name) for name in self._client.hkeys(CATALOG)]
+        catalog = self._client.hgetall(CATALOG).items()
+        units = [unit for name, raw in catalog for unit in catalog_units(_text(name), raw)]
         cleared = touched = 0
-        for name in collections:
+        for name in units:
             applied = CollectionKeys(name).applied
             fields = self._fields_of_topic(self._client.hkeys(applied))
             if fields:

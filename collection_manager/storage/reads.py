@@ -12,10 +12,13 @@ from typing import cast
 
 import redis
 
+from collection_manager.core.cut import Cut
 from collection_manager.core.filters import Filter, validate
+from collection_manager.core.routing import pinned_buckets
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.stepped_read import Change
 from collection_manager.storage.client import as_text
+from collection_manager.storage.cut import read_cut
 from collection_manager.storage.keys import (
     CollectionKeys,
 )
@@ -24,6 +27,7 @@ from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
 from collection_manager.storage.step_reads import (
+    ChangeLog,
     LogEntries,
     log_changes,
     one_part,
@@ -37,10 +41,36 @@ _StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """A collection's contents at one time: ``as_of`` is its latest readable time."""
+    """A collection's contents at one time: ``as_of`` is its latest readable time.
+
+    A bucketed collection's is read at one consistent ``cut`` (a time per bucket,
+    ``core/cut.py``); its ``as_of`` is then the cut's total, which grows with every later
+    cut.
+    """
 
     rows: dict[Row, int]
     as_of: int
+    cut: Cut | None = None
+
+    @property
+    def as_of_text(self) -> str:
+        """How answers print the time: the time, or a bucketed collection's cut."""
+        return str(self.as_of) if self.cut is None else self.cut.text()
+
+
+@dataclasses.dataclass(frozen=True)
+class CutChanges:
+    """The changes of a bucketed collection between two cuts: ``(bucket, change)`` pairs,
+    each bucket's oldest first, and the cut they reach."""
+
+    changes: list[tuple[int, Change[Row]]]
+    cut: Cut
+
+
+def buckets_to_read(spec: CollectionSpec, where: Filter | None) -> list[int]:
+    """The buckets whose rows may match ``where``: those it pins, else all of them."""
+    pinned = None if where is None else pinned_buckets(where, spec.bucket_column, spec.buckets)
+    return sorted(pinned) if pinned is not None else list(range(spec.buckets))
 
 
 # One change of the change log: its time, row and diff.
@@ -65,6 +95,8 @@ class StoreReads:
         """
         keys = CollectionKeys(collection)
         spec = self.spec(collection)
+        if spec.buckets > 1 and spec.bucket is None:
+            return self._read_buckets(spec, where)
         index_keys: list[str] | None = None
         residual = None
         if where is None:
@@ -103,10 +135,69 @@ class StoreReads:
             SteppedReadError: when no consistent read could be made (see ``read_part``).
         """
         spec = self.spec(collection)
+        if spec.buckets > 1 and spec.bucket is None:
+            return self._read_buckets(spec, where, limit)
         part = one_part(spec, where)
         as_of = visible_time(self._client, collection)
         rows, _ = read_part(self._client, spec, part, as_of, limit)
         return Snapshot(rows, as_of)
+
+    def cut(self, collection: str) -> Cut:
+        """The consistent cut of a bucketed collection's buckets now (``core/cut.py``).
+
+        Raises:
+            CutError: when none could be read (see ``storage/cut.read_cut``).
+        """
+        return read_cut(self._client, self.spec(collection))
+
+    def read_buckets(
+        self, collection: str, where: Filter | None = None, limit: int | None = None
+    ) -> Snapshot:
+        """A bucketed collection's rows at one consistent cut, in bounded steps per bucket;
+        only the buckets ``where`` pins are read (an unbucketed collection: one read)."""
+        return self._read_buckets(self.spec(collection), where, limit)
+
+    def _read_buckets(
+        self, spec: CollectionSpec, where: Filter | None, limit: int | None = None
+    ) -> Snapshot:
+        one_part(spec, where)  # checks the filter against the columns first
+        cut = read_cut(self._client, spec)
+        rows: dict[Row, int] = {}
+        for bucket in buckets_to_read(spec, where):
+            left = None if limit is None else limit - len(rows)
+            if left == 0:
+                break
+            unit = spec.unit(bucket)
+            found, _ = read_part(self._client, unit, one_part(unit, where), cut.times[bucket], left)
+            rows.update(found)  # a row lies in one bucket only
+        return Snapshot(rows, cut.total, cut)
+
+    def tail_buckets(
+        self, collection: str, since: Cut | None = None, limit: int | None = None
+    ) -> CutChanges:
+        """A bucketed collection's changes after ``since`` (default: its start) up to its
+        consistent cut now; with ``limit``, the buckets are read in order until that many
+        changes are found, and the cut returned is where each bucket's reading stopped, so
+        the next call goes on from it without a gap or a change twice.
+        """
+        spec = self.spec(collection)
+        cut = read_cut(self._client, spec)
+        start = since.times if since is not None else (0,) * spec.buckets
+        reached = list(cut.times)
+        changes: list[tuple[int, Change[Row]]] = []
+        for bucket in range(spec.buckets):
+            if limit is not None and len(changes) >= limit:
+                reached[bucket] = start[bucket]
+                continue
+            log = ChangeLog(self._client, spec.unit(bucket).name)
+            for change in log.changes(start[bucket], cut.times[bucket]):
+                if limit is not None and len(changes) >= limit and change.time > reached[bucket]:
+                    break
+                changes.append((bucket, change))
+                reached[bucket] = change.time
+            else:
+                reached[bucket] = cut.times[bucket]
+        return CutChanges(changes, Cut(tuple(reached)))
 
     def tail(self, collection: str, since: int = 0, limit: int | None = None) -> list[LogEntry]:
         """Changes at times ``>= since`` still in the log, oldest first.
@@ -127,14 +218,23 @@ class StoreReads:
     def size(self, collection: str) -> tuple[int, int]:
         """``(distinct rows, latest readable time)`` of ``collection``, read atomically.
 
-        While a delete runs in steps, the rows it has not reached yet are still counted.
+        While a delete runs in steps, the rows it has not reached yet are still counted. A
+        bucketed collection's are its buckets' sums, each bucket read on its own.
         """
-        keys = CollectionKeys(collection)
-        with self._client.pipeline(transaction=True) as pipe:
-            pipe.hlen(keys.contents)
-            pipe.get(keys.time)
-            rows, as_of = pipe.execute()
-        return int(rows), int(as_of or 0)
+        rows = as_of = 0
+        for unit in self._unit_names(collection):
+            keys = CollectionKeys(unit)
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.hlen(keys.contents)
+                pipe.get(keys.time)
+                unit_rows, unit_time = pipe.execute()
+            rows, as_of = rows + int(unit_rows), as_of + int(unit_time or 0)
+        return rows, as_of
+
+    def _unit_names(self, collection: str) -> list[str]:
+        """The storage units of ``collection`` (itself, or its buckets; a unit's: itself)."""
+        spec = self.spec(collection)
+        return [spec.name] if spec.bucket is not None else [u.name for u in spec.units()]
 
     def expiries(self, collection: str, rows: Sequence[Row] | None = None) -> dict[Row, int]:
         """When each row with a TTL expires (ms): of ``rows``, or of every row."""

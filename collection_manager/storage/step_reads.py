@@ -288,10 +288,10 @@ def read_part(
             # and again as they pile up (none can be in a cycle).
             with cycle_collection_paused():
                 rows = read_at(reads, as_of, reads.wait_readable, limit)
-            if not client.hexists(CATALOG, spec.name):  # a drop meanwhile: no snapshot
+            if not client.hexists(CATALOG, spec.collection):  # a drop meanwhile: no snapshot
                 raise UnknownCollectionError(
-                    f"collection {spec.name!r} was dropped while it was read",
-                    collection=spec.name,
+                    f"collection {spec.collection!r} was dropped while it was read",
+                    collection=spec.collection,
                 )
             return rows, reads.rows_read
         except ServerChanged as exc:

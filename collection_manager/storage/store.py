@@ -12,14 +12,16 @@ from typing import Any
 
 import redis
 
+from collection_manager.core.buckets import DEFAULT_BUCKET_COLUMN, split_unit
 from collection_manager.core.errors import (
     CollectionManagerError,
     UnknownCollectionError,
 )
 from collection_manager.core.planning import MAX_GROUP_UPDATES
-from collection_manager.core.requests import collection_of, validate_request
+from collection_manager.core.requests import collection_of, unit_of, validate_request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import connected_client
+from collection_manager.storage.cut import SettleResult, settle
 from collection_manager.storage.drop import CollectionDrop
 from collection_manager.storage.errors import STRADDLES, StorageError, WatermarkMovedError
 from collection_manager.storage.keys import (
@@ -91,7 +93,23 @@ def _add(totals: dict[str, int], more: dict[str, int]) -> dict[str, int]:
 
 def _spec_of(name: str, raw: bytes | str) -> CollectionSpec:
     record = json.loads(raw)
-    return CollectionSpec(name, record["row_schema"], tuple(record["indexed_columns"]))
+    # A collection created before buckets has no "buckets": one, today's layout.
+    buckets = record.get("buckets", 1)
+    column = record.get("bucket_column", DEFAULT_BUCKET_COLUMN)
+    indexed = tuple(record["indexed_columns"])
+    return CollectionSpec(name, record["row_schema"], indexed, buckets, column)
+
+
+def catalog_record(spec: CollectionSpec) -> str:
+    """The catalog's JSON of a collection (``buckets`` only when it has several, so an
+    unbucketed collection's record is byte for byte 0.1.0's)."""
+    record: dict[str, Any] = {
+        "row_schema": spec.row_schema,
+        "indexed_columns": list(spec.indexed_columns),
+    }
+    if spec.buckets > 1:
+        record.update(buckets=spec.buckets, bucket_column=spec.bucket_column)
+    return json.dumps(record)
 
 
 def _layout_call(spec: CollectionSpec) -> FunctionCall:
@@ -153,18 +171,21 @@ class RedisStore(StoreReads):
 
         The name was checked against the name rule when ``spec`` was made (``core/names.py``).
         """
-        record = {"row_schema": spec.row_schema, "indexed_columns": list(spec.indexed_columns)}
         self._drop.finish(spec.name)  # a drop of that name that stopped half way: end it
-        self._client.hset(CATALOG, spec.name, json.dumps(record))
+        self._client.hset(CATALOG, spec.name, catalog_record(spec))
         self._specs[spec.name] = spec
 
     def spec(self, collection: str) -> CollectionSpec:
-        """The definition of ``collection``.
+        """The definition of ``collection``, or of one bucket's storage unit (``c#b``).
 
         Raises:
             UnknownCollectionError: when no such collection was created.
             InvalidNameError: for a name created before the name rule (``core/names.py``).
+            SchemaError: for a bucket the collection does not have.
         """
+        name, bucket = split_unit(collection)
+        if bucket is not None:
+            return self.spec(name).unit(bucket)
         if collection not in self._specs:
             raw = self._client.hget(CATALOG, collection)
             if raw is None:
@@ -196,6 +217,10 @@ class RedisStore(StoreReads):
                     continue
             specs[name] = self._specs[name]
         return specs
+
+    def unit_specs(self) -> list[CollectionSpec]:
+        """The spec of every storage unit: each collection, or each bucket of a bucketed one."""
+        return [unit for spec in self.specs().values() for unit in spec.units()]
 
     def collections(self) -> list[str]:
         """Names of all collections, sorted."""
@@ -274,7 +299,7 @@ class RedisStore(StoreReads):
         Writes finish one before they write; this makes the delete's time readable without
         waiting for the collection's next write.
         """
-        for spec in self.specs().values():
+        for spec in self.unit_specs():
             self._finish_delete(spec)
 
     def _finish_delete(self, spec: CollectionSpec) -> dict[str, int]:
@@ -373,14 +398,16 @@ class RedisStore(StoreReads):
             FilterError: for an invalid delete filter (nothing is written).
         """
         named = {c for _, r in requests if (c := collection_of(r)) is not None}
-        specs = {name: self.spec(name) for name in named}
         if not validated:
+            collections = {name: self.spec(name) for name in named}
             for offset, request in requests:
                 try:
-                    validate_request(request, specs)
+                    validate_request(request, collections)
                 except CollectionManagerError as exc:
                     exc.with_context(topic=topic, partition=partition, offset=offset)
                     raise
+        units = {u for _, r in requests if (u := unit_of(r)) is not None}
+        specs = {unit: self.spec(unit) for unit in units}
         applied = {name: self.applied_offset(name, topic, partition) for name in specs}
         planned = plan_ops(requests, specs, applied)
         done: dict[str, dict[str, int]] = {}
@@ -398,6 +425,10 @@ class RedisStore(StoreReads):
                     applied[name] = self.applied_offset(name, topic, partition)
                     ops = plan_ops(requests, specs, applied).get(name, [])
         return done
+
+    def settle_cut(self, collection: str, read_all_since_ms: int, delivery_ms: int) -> SettleResult:
+        """Settles a bucketed collection's cut (``storage/cut.py``); what it did."""
+        return settle(self._client, self.spec(collection), read_all_since_ms, delivery_ms)
 
     def take_refused(self, collection: str) -> dict[str, str]:
         """The refused appends not dead-lettered yet: ``topic:partition:offset`` -> why."""

@@ -13,7 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collection_manager import release
-from collection_manager.core.filters import MAX_DEPTH, MAX_NODES, Filter, Not, and_, eq, in_, or_
+from collection_manager.core.buckets import BucketPart
+from collection_manager.core.filters import (
+    MAX_DEPTH,
+    MAX_NODES,
+    Cmp,
+    Filter,
+    Not,
+    and_,
+    eq,
+    in_,
+    or_,
+)
 from collection_manager.core.requests import (
     Append,
     Delete,
@@ -55,6 +66,24 @@ EXAMPLES: list[Request] = [
 def test_round_trip(request_: Request) -> None:
     data = encode_request(request_)
     assert data[:2] == MAGIC
+    # A request that names no bucket is written with the oldest released schema: bytes a
+    # consumer of 0.1.0 reads (design §14).
+    assert data[2:HEADER_SIZE] == default_registry().plain[0] != default_registry().fingerprint
+    assert decode_request(data) == request_
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Append("c", "r1", 1, ((("r1", 1), 1),), 0, bucket=BucketPart(3)),
+        Delete("c", Cmp("eq", "replica_id", "r1"), bucket=BucketPart(1, "g" * 32, 4)),
+    ],
+    ids=["Append", "Delete"],
+)
+def test_a_request_naming_its_bucket_is_written_with_the_current_schema(
+    request_: Request,
+) -> None:
+    data = encode_request(request_)
     assert data[2:HEADER_SIZE] == default_registry().fingerprint
     assert decode_request(data) == request_
 
@@ -108,8 +137,9 @@ def test_newer_reader_decodes_older_writer() -> None:
     v2 = SchemaRegistry(_v2_schema())
     v1_fingerprint = v2.register(request_schema())
     assert v1_fingerprint == default_registry().fingerprint != v2.fingerprint
+    v1 = SchemaRegistry(request_schema())
     for request_ in EXAMPLES:
-        assert decode_request(encode_request(request_), registry=v2) == request_
+        assert decode_request(encode_request(request_, registry=v1), registry=v2) == request_
 
 
 def test_older_reader_decodes_newer_writer_once_registered() -> None:
