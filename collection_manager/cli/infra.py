@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shlex
 from typing import Any
 
 from collection_manager import devservices
 from collection_manager.cli.output import FORMAT_HELP, TableView, add_output_options, show
 from collection_manager.config import InfraConfig, from_env, redact_url
 from collection_manager.devservices import UNIDENTIFIED
+from collection_manager.devservices.kafka_cluster import MIN_IN_SYNC, REPLICATION_FACTOR
 from collection_manager.devservices.processes import GONE, REPLACED, STILL_RUNNING, STOPPED
+from collection_manager.devservices.replicated_layout import (
+    PRIMARIES,
+    REPLICAS_PER_PRIMARY,
+    settings,
+)
 from collection_manager.storage.client import connected_client
 from collection_manager.storage.library import install
 
@@ -31,9 +39,25 @@ def register(commands: Any) -> None:
         "up",
         help="start a local Kafka and Redis where CM_KAFKA_BOOTSTRAP / CM_REDIS_URL name "
         "none (idempotent: running ones are reused)",
+        description="Starts a local Kafka and Redis where CM_KAFKA_BOOTSTRAP / CM_REDIS_URL "
+        "name none (idempotent: running ones are reused). With --replicated: three KRaft "
+        "brokers (replication factor 3, min.insync.replicas 2) and a Redis Cluster of three "
+        "primaries with two replicas each (AOF with appendfsync always, "
+        "cluster-allow-replica-migration no, cluster-replica-validity-factor 0), on free "
+        "loopback ports kept for the next start, with the store's functions loaded; it "
+        "prints the settings every process that uses it needs, as export lines: "
+        'eval "$(collection-manager infra up --replicated)". `infra down` stops them too.',
+    )
+    up.add_argument(
+        "--replicated",
+        action="store_true",
+        help="start the replicated deployment instead (docs/operations.md, Replicated Kafka "
+        "and Redis); refused while CM_KAFKA_BOOTSTRAP or CM_REDIS_URL names other services",
     )
     up.set_defaults(run=run)
-    down = actions.add_parser("down", help="stop the services `infra up` started")
+    down = actions.add_parser(
+        "down", help="stop the services `infra up` started (the replicated deployment's too)"
+    )
     down.set_defaults(run=run)
     status = actions.add_parser("status", help="each service: where it is, whether it answers")
     add_output_options(status, FORMAT_HELP)
@@ -60,6 +84,12 @@ def _load_functions(redis_url: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``infra up``, ``down`` or ``status``."""
     config = from_env(InfraConfig)
+    if args.action == "up" and args.replicated:
+        replicated = devservices.up_replicated(config, os.environ)
+        if any(name.startswith("redis-") for name in replicated.started):
+            _load_functions(replicated.layout.redis_url)
+        print("\n".join(replicated_lines(replicated)))
+        return 0
     if args.action == "up":
         endpoints = devservices.up(config)
         if "redis" in endpoints.started:  # a Redis of its own: ready for readers at once
@@ -87,6 +117,27 @@ def run(args: argparse.Namespace) -> int:
         headers=not args.no_headers,
     )
     return 0
+
+
+def replicated_lines(replicated: devservices.Replicated) -> list[str]:
+    """What ``infra up --replicated`` prints: comments, then the settings as ``export``
+    lines, so that ``eval "$(collection-manager infra up --replicated)"`` sets them."""
+    layout = replicated.layout
+    lines = [
+        f"# kafka: {len(layout.brokers)} brokers, replication factor {REPLICATION_FACTOR}, "
+        f"min.insync.replicas {MIN_IN_SYNC}",
+        f"# redis: a Redis Cluster of {PRIMARIES} primaries with {REPLICAS_PER_PRIMARY} "
+        "replicas each",
+    ]
+    if replicated.started:
+        started = ", ".join(replicated.started)
+        lines.append(f"# started: {started} (stop with: collection-manager infra down)")
+    lines.append(
+        "# every process that uses it needs these settings "
+        '(eval "$(collection-manager infra up --replicated)" sets them):'
+    )
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in settings(layout).items()]
+    return lines
 
 
 # What ``infra down`` says of a recorded service it did not stop.

@@ -8,12 +8,13 @@ its pid and start time, so a pid reused by another process is never signalled.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import fcntl
 import functools
 import logging
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 from collection_manager.config import InfraConfig
@@ -37,6 +38,13 @@ from collection_manager.devservices.processes import (
     wait_until_ready,
 )
 from collection_manager.devservices.redis_server import redis_answers, start_redis
+from collection_manager.devservices.replicated import Records, bring_up
+from collection_manager.devservices.replicated_layout import (
+    Layout,
+    check_combination,
+    is_replicated,
+    load_layout,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +132,32 @@ def _start(config: InfraConfig, name: str, recorded: dict[str, Service]) -> Serv
 
 
 @dataclasses.dataclass(frozen=True)
+class Replicated:
+    """What ``up_replicated`` made available: the deployment's layout (its addresses and
+    settings), and the nodes this call started."""
+
+    layout: Layout
+    started: tuple[str, ...]
+
+
+def up_replicated(config: InfraConfig, environ: Mapping[str, str]) -> Replicated:
+    """Makes the replicated deployment available: three brokers and a Redis Cluster of three
+    primaries with two replicas each, each node reused while its recorded process runs.
+
+    Raises:
+        UsageError: when the settings do not fit it (``check_combination``).
+        InfrastructureError: when a node does not start or answer; what this call started
+            is stopped again.
+    """
+    check_combination(config, load_layout(config.state_dir), environ)
+    with _locked(config):
+        recorded = load_services(config.services_file)
+        records = Records(recorded, lambda: save_services(config.services_file, recorded))
+        layout, started = bring_up(config, records)
+        return Replicated(layout, tuple(started))
+
+
+@dataclasses.dataclass(frozen=True)
 class Stop:
     """What ``down`` did with one recorded service: ``outcome`` is one of ``STOPPED``,
     ``GONE``, ``REPLACED``, ``STILL_RUNNING`` (``processes.py``) or ``UNIDENTIFIED``."""
@@ -138,31 +172,39 @@ class Stop:
 UNIDENTIFIED = "unidentified"
 
 
-def down(config: InfraConfig, names: Collection[str] = ("kafka", "redis")) -> list[Stop]:
-    """Stops the recorded local services among ``names``, each only if its pid still
-    names the process that was started (pid and start time); one per recorded service.
+def down(config: InfraConfig, names: Collection[str] | None = None) -> list[Stop]:
+    """Stops the recorded local services among ``names`` (default: every recorded one,
+    the replicated deployment's nodes too), each only if its pid still names the process
+    that was started (pid and start time); one per recorded service.
 
     A record is dropped once its process is gone (stopped, or found gone or replaced by
     another process), and kept while the process may still run.
     """
-    stops = []
     # A Ctrl-C waits until the stops are done and recorded: one cut short would leave a
     # record of a service on its way out, or a service without one.
     with _locked(config), interrupts_deferred():
         recorded = load_services(config.services_file)
-        for name in names:
-            service = recorded.get(name)
-            if service is None:
-                continue
-            if service.started is not None:
-                outcome = stop_recorded(service.pid, service.started)
-            else:
-                outcome = UNIDENTIFIED if is_running(service) else GONE
-            stops.append(Stop(name, service.pid, outcome))
-            if outcome not in (STILL_RUNNING, UNIDENTIFIED):
-                del recorded[name]
-                save_services(config.services_file, recorded)
+        chosen = [n for n in (recorded if names is None else names) if n in recorded]
+        # In parallel: a broker of a cluster waits for its peers' quorum when it stops, so
+        # one at a time the last would wait in vain until SIGKILL (and Redis nodes stopped
+        # one by one slowly enough would fail over to each other first).
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(chosen))) as pool:
+            outcomes = list(pool.map(lambda name: _stop(recorded[name]), chosen))
+        stops = [
+            Stop(name, recorded[name].pid, outcome)
+            for name, outcome in zip(chosen, outcomes, strict=True)
+        ]
+        for stop in stops:
+            if stop.outcome not in (STILL_RUNNING, UNIDENTIFIED):
+                del recorded[stop.name]
+        save_services(config.services_file, recorded)
     return stops
+
+
+def _stop(service: Service) -> str:
+    if service.started is not None:
+        return stop_recorded(service.pid, service.started)
+    return UNIDENTIFIED if is_running(service) else GONE
 
 
 def status(config: InfraConfig) -> list[ServiceStatus]:
@@ -187,4 +229,24 @@ def status(config: InfraConfig) -> list[ServiceStatus]:
             )
         else:
             rows.append(ServiceStatus(name, "not running", "", None, False, ""))
+    return rows + _replicated_status(recorded)
+
+
+def _replicated_status(recorded: dict[str, Service]) -> list[ServiceStatus]:
+    """A line per recorded node of the replicated deployment (none when it has none)."""
+    rows = []
+    for name in sorted(filter(is_replicated, recorded), key=_node_order):
+        service = recorded[name]
+        if not is_running(service):
+            rows.append(ServiceStatus(name, "not running", "", service.pid, False, service.log))
+            continue
+        kind = name.partition("-")[0]
+        address = service.address
+        answers = _ANSWERS[kind](address)
+        rows.append(ServiceStatus(name, "replicated", address, service.pid, answers, service.log))
     return rows
+
+
+def _node_order(name: str) -> tuple[str, int]:
+    kind, _, number = name.partition("-")
+    return kind, int(number)

@@ -44,7 +44,7 @@ REPLICATION_FACTOR = 3
 MIN_IN_SYNC = 2
 _START_ATTEMPTS = 3  # a start that lost a port race to another process is tried again
 
-_REPLICATED = f"""\
+REPLICATED_PROPERTIES = f"""\
 default.replication.factor={REPLICATION_FACTOR}
 min.insync.replicas={MIN_IN_SYNC}
 offsets.topic.replication.factor={REPLICATION_FACTOR}
@@ -171,7 +171,7 @@ def start_kafka_cluster(
             home.mkdir(parents=True, exist_ok=True)
             props = configure(
                 home, port, controller_port, node_id=index + 1, voters=voters,
-                replication=_REPLICATED,
+                replication=REPLICATED_PROPERTIES,
             )  # fmt: skip
             options = list(java_options)
             format_storage(java, options, classpath, props, home, cluster_id=cluster_id)

@@ -162,7 +162,7 @@ class LocalRedisCluster:
             live = [n for n in self.nodes if n != lost and pid_alive(n.pid)]
             with contextlib.suppress(InfrastructureError, StopIteration):
                 owner = self.slot_owner(slot)
-                if owner != lost and all(_cluster_ok(n) for n in live):
+                if owner != lost and all(cluster_ok(n) for n in live):
                     return owner
             time.sleep(0.1)
         raise InfrastructureError(f"no replica took over from {lost.address} in {timeout_s} s")
@@ -202,16 +202,12 @@ def start_cluster(
     try:
         for index in range(masters * (1 + replicas)):
             cluster.nodes.append(_start_node(state_dir / f"node-{index}", timeout_s))
-        _cli(
-            "--cluster", "create", *(n.address for n in cluster.nodes),
-            "--cluster-replicas", str(replicas), "--cluster-yes",
-            timeout_s=timeout_s,
-        )  # fmt: skip
+        create_cluster([n.address for n in cluster.nodes], replicas, timeout_s)
         wait_until_ready(
             "redis cluster",
             cluster.nodes[0].pid,
             cluster.nodes[0].log,
-            lambda: _replicas_synced(cluster, masters),
+            lambda: replicas_synced(cluster, masters),
             timeout_s,
             stop_on_timeout=False,
         )
@@ -221,10 +217,20 @@ def start_cluster(
     return cluster
 
 
-def _replicas_synced(cluster: LocalRedisCluster, masters: int) -> bool:
+def create_cluster(addresses: Sequence[str], replicas: int, timeout_s: float) -> None:
+    """Makes one cluster of the nodes at ``addresses`` (``redis-cli --cluster create``):
+    the first ``len / (1 + replicas)`` become the primaries, sharing the slots evenly."""
+    _cli(
+        "--cluster", "create", *addresses,
+        "--cluster-replicas", str(replicas), "--cluster-yes",
+        timeout_s=timeout_s,
+    )  # fmt: skip
+
+
+def replicas_synced(cluster: LocalRedisCluster, masters: int) -> bool:
     """Whether every node says the cluster is ok, they agree on ``masters`` primaries, and
     every replica has finished its first sync with its primary."""
-    if not all(_cluster_ok(n) for n in cluster.nodes):
+    if not all(cluster_ok(n) for n in cluster.nodes):
         return False
     roles = cluster._roles()
     if sum(role == "master" for role, _ in roles.values()) != masters:
@@ -240,23 +246,30 @@ def _replicas_synced(cluster: LocalRedisCluster, masters: int) -> bool:
 def _start_node(home: Path, timeout_s: float) -> RedisNode:
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = home / "redis.log"
-    cmd = [
+    # The bus port is chosen too: the default, port + 10000, may be taken or too high.
+    cmd = node_command(home, port, free_port())
+    return _run_node(cmd, port, home / "redis.log", timeout_s)
+
+
+def node_command(home: Path, port: int, bus_port: int, *more: str) -> list[str]:
+    """The command line of a cluster node on ``port`` with its data in ``home``;
+    ``more``: further ``redis-server`` options."""
+    return [
         require_redis_server(),
         "--bind", LOOPBACK, "--port", str(port), "--dir", str(home),
-        # The bus port is chosen too: the default, port + 10000, may be taken or too high.
-        "--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+        "--cluster-enabled", "yes", "--cluster-port", str(bus_port),
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", "5000",
         # A replica takes over however long it was cut off: the consumer's replication
         # barrier (storage/replication.py), not the replica's age, bounds what is lost.
         "--cluster-replica-validity-factor", "0",
         # Replicas stay with their primary (no migration to one left without): a test that
-        # cuts off every replica of a primary knows which they are.
+        # cuts off every replica of a primary knows which they are, and every primary
+        # keeps the replicas CM_REDIS_REPLICA_ACKS counts on.
         "--cluster-allow-replica-migration", "no",
         "--appendonly", "yes", "--save", "", "--daemonize", "no",
+        *more,
     ]  # fmt: skip
-    return _run_node(cmd, port, log, timeout_s)
 
 
 def _run_node(cmd: list[str], port: int, log: Path, timeout_s: float) -> RedisNode:
@@ -272,7 +285,7 @@ def _node_command(node: RedisNode, *command: Any) -> Any:
         return client.execute_command(*command)
 
 
-def _cluster_ok(node: RedisNode) -> bool:
+def cluster_ok(node: RedisNode) -> bool:
     try:
         return "cluster_state:ok" in _cli("-p", str(node.port), "cluster", "info")
     except InfrastructureError:
@@ -283,9 +296,14 @@ def _cli(*args: str, timeout_s: float = 30.0) -> str:
     binary = shutil.which("redis-cli")
     if binary is None:
         raise InfrastructureError("redis-cli was not found (Debian: apt-get install redis-tools)")
-    done = subprocess.run(
-        [binary, "-h", LOOPBACK, *args], capture_output=True, text=True, timeout=timeout_s
-    )
+    what = f"redis-cli {' '.join(args[:3])}"
+    try:
+        done = subprocess.run(
+            [binary, "-h", LOOPBACK, *args], capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise InfrastructureError(f"{what} did not end within {timeout_s:.0f} s") from None
     if done.returncode != 0:
-        raise InfrastructureError(f"redis-cli {' '.join(args[:3])} failed: {done.stderr[-500:]}")
+        # --cluster reports its errors on stdout, the rest on stderr.
+        raise InfrastructureError(f"{what} failed: {(done.stdout + done.stderr)[-500:]}")
     return done.stdout

@@ -78,13 +78,28 @@ def start_redis(config: InfraConfig, record: Callable[[Service], None] = _nothin
 
 
 def redis_answers(url: str, timeout_s: float = 1.0) -> bool:
-    """Whether a Redis at ``url`` answers PING."""
+    """Whether a Redis at ``url`` answers PING; for a URL naming several cluster nodes
+    (``redis://a:1,b:2/0``), whether any of them does, as a client starts from any."""
     import redis
 
-    client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    from collection_manager.storage.client import node_urls
+
     try:
-        return bool(client.ping())
-    except redis.RedisError:
+        nodes = node_urls(url)
+    except ValueError:  # no valid URL: nothing there answers
         return False
-    finally:
-        client.close()
+    for node in nodes:
+        try:
+            client = redis.Redis.from_url(
+                node, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+            )
+        except ValueError:
+            return False
+        try:
+            if client.ping():
+                return True
+        except redis.RedisError:
+            continue
+        finally:
+            client.close()
+    return False
