@@ -50,6 +50,7 @@ from collection_manager.kafka.security import from_environment
 from collection_manager.observability.endpoint import Endpoint
 from collection_manager.observability.health import Health, recent
 from collection_manager.storage.client import redis_client
+from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
 from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
@@ -178,7 +179,12 @@ def _open(
     store = RedisStore.connect(endpoints.redis_url, load_functions=True)
     producer = KafkaProducer(ProducerConfig(endpoints.kafka_bootstrap, "cm-demo-controller"))
     client = redis_client(endpoints.redis_url, socket_connect_timeout=5)
-    controller = Controller(producer, client, consumer_config.topic, replica_config)
+    # The consumer's barrier for its epochs and member records too (CM_REDIS_REPLICA_ACKS):
+    # on a Redis with replicas, a failover must not hand out one epoch twice.
+    durability = Durability.of(consumer_config)
+    controller = Controller(
+        producer, client, consumer_config.topic, replica_config, durability=durability
+    )
     stack.callback(_close_controller, controller, producer)
     _ensure_collections(store, replica_config.collection_suffix)
     _ensure_topic(endpoints.kafka_bootstrap, consumer_config.topic)
