@@ -2,11 +2,18 @@
 
 Each reading command reads from Redis only, then renders with pure functions (``*_json``
 for ``--format json``, ``*_table`` for people).
+
+A bucketed collection (``core/buckets.py``) is read at one consistent cut of its buckets
+(``core/cut.py``): ``query`` prints the cut as its ``as_of`` (the buckets' times joined by
+commas, ``12,40,7``, where an unbucketed collection's is its time), and ``tail`` prints
+each change with its bucket and the cut its read went through, which ``--since`` takes
+back to go on after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import time
@@ -37,6 +44,9 @@ from collection_manager.cli.status import (
 from collection_manager.cli.where import HELP as WHERE_HELP
 from collection_manager.cli.where import parse_where, split_term
 from collection_manager.config import InfraConfig, from_env
+from collection_manager.config.errors import UsageError
+from collection_manager.core.buckets import bucket_of
+from collection_manager.core.cut import Cut, CutError
 from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
@@ -47,6 +57,7 @@ from collection_manager.storage.client import (
     patiently,
 )
 from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.reads import CutChanges
 from collection_manager.storage.store import LogEntry, RedisStore, Snapshot, wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
@@ -58,6 +69,10 @@ EXAMPLE_LOG = [
     LogEntry(41, ("r1", "u1", 0, 40), -1),
     LogEntry(41, ("r1", "u1", 0, 41), 1),
 ]
+# The examples of a collection of four buckets: its as_of is a cut, a time per bucket.
+EXAMPLE_BUCKETED = "frontiers_by_replica"
+EXAMPLE_CUT_SNAPSHOT = Snapshot(EXAMPLE_SNAPSHOT.rows, 12 + 40 + 7 + 9, Cut((12, 40, 7, 9)))
+EXAMPLE_CUT_LOG = CutChanges([(1, entry) for entry in EXAMPLE_LOG], Cut((12, 41, 7, 9)))
 
 
 def positive_int(text: str) -> int:
@@ -76,12 +91,48 @@ def seconds_argument(text: str) -> float:
     return value
 
 
-def time_argument(text: str) -> int:
-    """An argparse type: a collection time, 0 (the start) or later."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"times start at 0, not {value}")
-    return value
+SINCE_SHAPE = (
+    "a time (0 or more), or for a bucketed collection a cut as its as_of prints it: a time "
+    "per bucket joined by commas, such as 12,40,7"
+)
+
+
+def since_argument(text: str) -> str:
+    """An argparse type: a time (0 or later), or times joined by commas (a cut); which one
+    fits depends on the collection (:func:`parse_since`, once it is known)."""
+    pieces = text.split(",")
+    for piece in pieces:
+        try:
+            value = int(piece)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"give {SINCE_SHAPE}, not {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"times start at 0, not {value}")
+    return text
+
+
+def parse_since(text: str | None, spec: CollectionSpec) -> int | Cut | None:
+    """``--since`` of ``spec``: a time for an unbucketed collection; for a bucketed one a
+    cut (``0`` alone: its start), whose changes after it are wanted. None: not given.
+
+    Raises:
+        UsageError: when it does not have the shape the collection's reads take.
+    """
+    if text is None:
+        return None
+    if spec.buckets == 1:
+        if "," in text:
+            raise UsageError(
+                f"argument --since: {spec.name} has one bucket: give a time (0 or more), "
+                f"not the cut {text!r}"
+            )
+        return int(text)
+    if text.strip() == "0":
+        return Cut((0,) * spec.buckets)
+    try:
+        return Cut.parse(text, spec.buckets)
+    except CutError as exc:
+        raise UsageError(f"argument --since: {exc}") from None
 
 
 def register(commands: Any) -> None:
@@ -111,15 +162,24 @@ def register(commands: Any) -> None:
         f"(default {READ_TIMEOUT_S:g}; 0: at once); when no node answers at all it fails "
         "at once",
     )
-    add_format_option(query, {"query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT)})
+    bucketed = dataclasses.replace(spec, name=EXAMPLE_BUCKETED, buckets=4)
+    add_format_option(
+        query,
+        {
+            "query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT),
+            f"query {EXAMPLE_BUCKETED}": query_json(bucketed, EXAMPLE_CUT_SNAPSHOT),
+        },
+    )
     query.set_defaults(run=run_query)
 
     tail = commands.add_parser("tail", help="a collection's changes (time, row, diff)")
     tail.add_argument("collection", help=COLLECTION_HELP)
     tail.add_argument(
         "--since",
-        type=time_argument,
-        help="changes at this time or later (default 0; with --follow, only new ones)",
+        type=since_argument,
+        metavar="T",
+        help="changes at this time or later (default 0; with --follow, only new ones); of a "
+        "bucketed collection, a cut as as_of prints it (12,40,7): the changes after it",
     )
     tail.add_argument(
         "--limit", type=positive_int, default=100, help="at most this many changes (default 100)"
@@ -131,7 +191,13 @@ def register(commands: Any) -> None:
         help="print new changes as they come, one per line (JSON lines with --format json), "
         f"asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C or SIGTERM (exit 0)",
     )
-    add_format_option(tail, {"tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG)})
+    add_format_option(
+        tail,
+        {
+            "tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG),
+            f"tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(bucketed, EXAMPLE_CUT_LOG),
+        },
+    )
     tail.set_defaults(run=run_tail)
     _register_admin(commands, spec)
 
@@ -162,6 +228,12 @@ def sorted_rows(snapshot: Snapshot) -> list[tuple[Row, int]]:
     return sorted(snapshot.rows.items(), key=lambda item: _sort_key(item[0]))
 
 
+def as_of_value(snapshot: Snapshot) -> int | str:
+    """What answers print as ``as_of``: the time, or a bucketed collection's cut as text
+    (``12,40,7``: bucket 0's time first)."""
+    return snapshot.as_of if snapshot.cut is None else snapshot.as_of_text
+
+
 def query_json(
     spec: CollectionSpec, snapshot: Snapshot, expiries: dict[Row, int] | None = None
 ) -> dict[str, Any]:
@@ -169,7 +241,8 @@ def query_json(
 
     The row sits in its own object so that no column (``error_counts`` has ``count``)
     clashes with the multiplicity. With ``expiries`` (``--expiry``), each row also has
-    ``expires_at`` (ms since the Unix epoch, or null: no TTL).
+    ``expires_at`` (ms since the Unix epoch, or null: no TTL). ``as_of`` is the time read
+    at, a number; of a bucketed collection, the cut read at, a string (``"12,40,7"``).
     """
     rows = []
     for row, m in sorted_rows(snapshot):
@@ -177,7 +250,7 @@ def query_json(
         if expiries is not None:
             entry["expires_at"] = expiries.get(row)
         rows.append(entry)
-    return {"collection": spec.name, "as_of": snapshot.as_of, "rows": rows}
+    return {"collection": spec.name, "as_of": as_of_value(snapshot), "rows": rows}
 
 
 def query_table(
@@ -191,6 +264,8 @@ def query_table(
     rows = sorted_rows(snapshot)
     matching = "" if where is None else f" matching {describe(where)}"
     at = f"{spec.name} at time {snapshot.as_of}"
+    if snapshot.cut is not None:
+        at = f"{spec.name} at cut {snapshot.as_of_text}"
     empty = f"{at}: no rows{matching}"
     if snapshot.as_of == 0:
         empty += " (nothing applied to it yet)"
@@ -234,6 +309,57 @@ def tail_table(
     )
 
 
+def cut_tail_json(spec: CollectionSpec, changes: CutChanges) -> list[dict[str, Any]]:
+    """A bucketed collection's changes: ``[{"bucket", "time", "row", "diff", "as_of"}]``,
+    each bucket's oldest first; ``time`` is the bucket's own, and ``as_of`` the cut the read
+    went through (``--since`` it goes on after it)."""
+    reached = changes.cut.text()
+    return [
+        {
+            "bucket": bucket,
+            "time": e.time,
+            "row": as_object(spec, e.row),
+            "diff": e.diff,
+            "as_of": reached,
+        }
+        for bucket, e in changes.changes
+    ]
+
+
+def cut_tail_columns(spec: CollectionSpec) -> list[str]:
+    """The header of a bucketed collection's changes: bucket, time, columns, diff, as_of."""
+    names = spec.column_names
+    return [
+        header("bucket", names),
+        header("time", names),
+        *names,
+        header("diff", names),
+        header("as_of", names),
+    ]
+
+
+def cut_tail_cells(changes: CutChanges) -> list[tuple[Any, ...]]:
+    """The cells of each change: its bucket, time, row, diff, and the cut read through."""
+    reached = changes.cut.text()
+    return [(bucket, e.time, *e.row, e.diff, reached) for bucket, e in changes.changes]
+
+
+def cut_tail_table(spec: CollectionSpec, changes: CutChanges, since: Cut, limit: int) -> TableView:
+    """A bucketed collection's changes after the cut ``since``, or a line saying none."""
+    after = f"after cut {since.text()}"
+    title = f"{spec.name}: {plural(len(changes.changes), 'change')} {after}"
+    title += f", through cut {changes.cut.text()}"
+    if len(changes.changes) >= limit:  # whole times of each bucket: may pass the limit
+        title += f" (--limit {limit} reached; go on with --since {changes.cut.text()})"
+    return TableView(
+        title=title,
+        columns=cut_tail_columns(spec),
+        rows=cut_tail_cells(changes),
+        empty=f"{spec.name}: no changes {after} (its cut now is {changes.cut.text()})",
+        null="null",
+    )
+
+
 def run_query(args: argparse.Namespace) -> int:
     """Prints the rows (and their multiplicity) at the time readers see, read in bounded
     steps (docs/design.md §9)."""
@@ -245,14 +371,30 @@ def run_query(args: argparse.Namespace) -> int:
         store = store_from_env()
         spec = collection_spec(store, args.collection)
         where = parse_where(args.where, spec)
+        # A bucketed collection's: every bucket (those --where pins) at one consistent cut.
         snapshot = store.stepped_snapshot(spec.name, where, args.limit)
-        expiries = store.expiries(spec.name, list(snapshot.rows)) if args.expiry else None
+        expiries = read_expiries(store, spec, list(snapshot.rows)) if args.expiry else None
         return spec, where, snapshot, expiries
 
     spec, where, snapshot, expiries = patiently(read, args.timeout, answers=_redis_answers)
     table = query_table(spec, snapshot, where, expiries, args.limit)
     show(args.format, query_json(spec, snapshot, expiries), table, headers=not args.no_headers)
     return 0
+
+
+def read_expiries(store: RedisStore, spec: CollectionSpec, rows: list[Row]) -> dict[Row, int]:
+    """When each of ``rows`` with a TTL expires: a bucketed collection's, from each row's
+    bucket (each bucket keeps its own)."""
+    if spec.buckets == 1:
+        return store.expiries(spec.name, rows)
+    by_bucket: dict[int, list[Row]] = {}
+    for row in rows:
+        bucket = bucket_of(row[spec.bucket_position], spec.buckets)
+        by_bucket.setdefault(bucket, []).append(row)
+    found: dict[Row, int] = {}
+    for bucket, some in sorted(by_bucket.items()):
+        found.update(store.expiries(spec.unit(bucket).name, some))
+    return found
 
 
 def _redis_answers() -> bool:
@@ -269,13 +411,25 @@ def run_tail(args: argparse.Namespace) -> int:
     check_collection_name(args.collection)
     store = store_from_env()
     spec = collection_spec(store, args.collection)
+    given = parse_since(args.since, spec)
+    headers = not args.no_headers
+    if spec.buckets > 1:  # changes between consistent cuts, each with its bucket
+        assert not isinstance(given, int)
+        if args.follow:
+            return follow_cut(store, spec, given, args.format, headers)
+        start = given or Cut((0,) * spec.buckets)
+        changes = store.tail_buckets(spec.name, start, args.limit)
+        table = cut_tail_table(spec, changes, start, args.limit)
+        show(args.format, cut_tail_json(spec, changes), table, headers=headers)
+        return 0
+    assert not isinstance(given, Cut)
     if args.follow:
-        return follow(store, spec, args.since, args.format, headers=not args.no_headers)
-    since = args.since or 0
+        return follow(store, spec, given, args.format, headers=headers)
+    since = given or 0
     entries = store.tail(spec.name, since, args.limit)
     _, latest = store.size(spec.name)
     table = tail_table(spec, entries, since, args.limit, latest)
-    show(args.format, tail_json(spec, entries), table, headers=not args.no_headers)
+    show(args.format, tail_json(spec, entries), table, headers=headers)
     return 0
 
 
@@ -315,6 +469,36 @@ def follow(
             time.sleep(FOLLOW_POLL_S)
     except KeyboardInterrupt:
         return 0  # the way to stop following, not a failure
+
+
+def follow_cut(
+    store: RedisStore, spec: CollectionSpec, since: Cut | None, fmt: str, headers: bool = True
+) -> int:
+    """``follow`` of a bucketed collection: each poll prints the changes between the cut it
+    went on from and the consistent cut now (``tail_buckets``), each with its bucket and
+    that cut (``as_of``), and goes on from there: a change is printed once, and a group
+    sent to several buckets only once the cut holds all of it. ``since`` is the cut to go
+    on after (default: the cut now, so only new changes).
+    """
+    reached = since if since is not None else store.cut(spec.name)
+    signal.signal(signal.SIGTERM, _interrupt)
+    if fmt != "json" and headers:
+        print(tsv_line(cut_tail_columns(spec)), flush=True)
+    try:
+        while True:
+            changes = store.tail_buckets(spec.name, reached)
+            if fmt == "json":
+                lines = [json.dumps(entry, default=str) for entry in cut_tail_json(spec, changes)]
+            else:
+                lines = [tsv_line(cells, "null") for cells in cut_tail_cells(changes)]
+            if lines:  # one write per poll
+                print("\n".join(lines), flush=True)
+            # A cut given ahead of the collection's stays where it was asked to be.
+            times = zip(reached.times, changes.cut.times, strict=True)
+            reached = Cut(tuple(max(pair) for pair in times))
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        return 0
 
 
 def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import redis
 
@@ -11,11 +12,20 @@ from collection_manager.config import InfraConfig, from_env, redact_url
 from collection_manager.config.services import running
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.client import REDIS_FAULTS, connected_client
+from collection_manager.storage.client import (
+    READ_TIMEOUT_S,
+    REDIS_FAULTS,
+    any_node_answers,
+    connected_client,
+    patiently,
+)
 from collection_manager.storage.store import RedisStore
 
 URL_OPTION = "redis.url"
+TIMEOUT_OPTION = "timeout"
 MAX_PARTS = 64
+
+T = TypeVar("T")
 
 
 class OptionError(CollectionManagerError):
@@ -31,20 +41,25 @@ def option(options: Mapping[str, str], name: str) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Connection:
-    """Which Redis, and which collection in it. Picklable: it travels to the executors."""
+    """Which Redis, and which collection in it, and how long a read tries again while
+    Redis fails over (``timeout_s``, as ``query --timeout``). Picklable: it travels to the
+    executors."""
 
     url: str
     collection: str
+    timeout_s: float = READ_TIMEOUT_S
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> Connection:
-        """From a read's options: ``load("<collection>")`` and ``redis.url``; without it,
-        the Redis the CLI would use (``CM_REDIS_URL``, else the one ``infra up`` started).
+        """From a read's options: ``load("<collection>")``, ``timeout`` and ``redis.url``;
+        without it, the Redis the CLI would use (``CM_REDIS_URL``, else the one ``infra up``
+        started).
         """
         collection = option(options, "path")
         if not collection:
             raise OptionError('no collection given: load("<collection>")')
-        return cls(option(options, URL_OPTION) or _redis_of_the_cli(), collection)
+        timeout_s = seconds(options, TIMEOUT_OPTION, READ_TIMEOUT_S)
+        return cls(option(options, URL_OPTION) or _redis_of_the_cli(), collection, timeout_s)
 
     def client(self) -> redis.Redis:
         """A client of the Redis that answered (one per task: clients do not travel)."""
@@ -54,6 +69,32 @@ class Connection:
         """The one error of a Redis that does not answer (the URL without its password)."""
         return InfrastructureError(f"Redis at {redact_url(self.url)} does not answer: {exc}")
 
+    def read(self, call: Callable[[redis.Redis], T]) -> T:
+        """``call`` with a client of its own, called again from the start while Redis fails
+        over (a node loading, a slot without a primary yet) for up to ``timeout_s``, as
+        ``query --timeout`` does (``storage/client.patiently``); when no node answers at
+        all, it fails at once.
+
+        Raises:
+            InfrastructureError: when Redis does not answer (the URL without its password).
+        """
+
+        def attempt() -> T:
+            client = self.client()
+            try:
+                return call(client)
+            finally:
+                client.close()
+
+        return self.patiently(attempt)
+
+    def patiently(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, again while Redis fails over (see ``read``)."""
+        try:
+            return patiently(attempt, self.timeout_s, answers=lambda: any_node_answers(self.url))
+        except REDIS_FAULTS as exc:
+            raise self.unreachable(exc) from None
+
     def spec(self) -> CollectionSpec:
         """The collection's definition.
 
@@ -61,13 +102,38 @@ class Connection:
             UnknownCollectionError: when there is no such collection.
             InfrastructureError: when Redis does not answer.
         """
-        client = self.client()
-        try:
-            return RedisStore(client).spec(self.collection)
-        except REDIS_FAULTS as exc:
-            raise self.unreachable(exc) from None
-        finally:
-            client.close()
+        return self.read(lambda client: RedisStore(client).spec(self.collection))
+
+
+class KeptClient:
+    """A client kept between reads (the driver's, which Spark asks for offsets often),
+    opened again after a fault; each read as ``Connection.read``."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._client: redis.Redis | None = None
+
+    def read(self, call: Callable[[redis.Redis], T]) -> T:
+        """``call`` with the kept client, again while Redis fails over."""
+
+        def attempt() -> T:
+            if self._client is None:
+                self._client = self._connection.client()
+            try:
+                return call(self._client)
+            except BaseException:
+                self.close()  # a fault may leave it mid-reply: the next try opens another
+                raise
+
+        return self._connection.patiently(attempt)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"_connection": self._connection, "_client": None}  # a client does not travel
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
 
 def _redis_of_the_cli() -> str:
@@ -90,6 +156,20 @@ def bounded_int(options: Mapping[str, str], name: str, low: int, high: int) -> i
         raise OptionError(f"option {name} must be a whole number, not {raw!r}") from None
     if not low <= value <= high:
         raise OptionError(f"option {name} must be from {low} to {high}, not {value}")
+    return value
+
+
+def seconds(options: Mapping[str, str], name: str, default: float) -> float:
+    """Option ``name`` as seconds, 0 or more."""
+    raw = option(options, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):  # also refuses nan
+        raise OptionError(f"option {name} must be 0 or more seconds, not {raw!r}")
     return value
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pyspark.sql.types import (
     BooleanType,
@@ -26,9 +26,13 @@ _TYPES: dict[str, DataType] = {
 
 
 def spark_schema(
-    spec: CollectionSpec, before: Sequence[str] = (), after: Sequence[str] = ()
+    spec: CollectionSpec,
+    before: Sequence[str] = (),
+    after: Sequence[str] = (),
+    text: Collection[str] = (),
 ) -> StructType:
-    """The columns of ``spec`` with long, non-null columns ``before`` and ``after`` them.
+    """The columns of ``spec`` with non-null columns ``before`` and ``after`` them: longs,
+    or strings for those named in ``text``.
 
     Raises:
         SchemaError: when a column of ``spec`` has the name of one the source adds.
@@ -42,8 +46,10 @@ def spark_schema(
             collection=spec.name,
         )
     fields = [StructField(c.name, _TYPES[c.type], c.nullable) for c in spec.columns]
+
+    def added_field(name: str) -> StructField:
+        return StructField(name, StringType() if name in text else LongType(), False)
+
     return StructType(
-        [StructField(name, LongType(), False) for name in before]
-        + fields
-        + [StructField(name, LongType(), False) for name in after]
+        [added_field(name) for name in before] + fields + [added_field(name) for name in after]
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -9,8 +10,12 @@ from typing import Any
 import pytest
 
 from collection_manager.cli.collections import (
+    EXAMPLE_BUCKETED,
+    EXAMPLE_CUT_LOG,
+    EXAMPLE_CUT_SNAPSHOT,
     EXAMPLE_LOG,
     EXAMPLE_SNAPSHOT,
+    cut_tail_json,
     describe_json,
     list_json,
     list_table,
@@ -449,11 +454,14 @@ def _examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> dict[st
 
 
 def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    bucketed = dataclasses.replace(FRONTIERS, name=EXAMPLE_BUCKETED, buckets=4)
     assert _examples(["query"], capsys) == {
-        "query compute_frontiers": query_json(FRONTIERS, EXAMPLE_SNAPSHOT)
+        "query compute_frontiers": query_json(FRONTIERS, EXAMPLE_SNAPSHOT),
+        f"query {EXAMPLE_BUCKETED}": query_json(bucketed, EXAMPLE_CUT_SNAPSHOT),
     }
     assert _examples(["tail"], capsys) == {
-        "tail compute_frontiers --since 41": tail_json(FRONTIERS, EXAMPLE_LOG)
+        "tail compute_frontiers --since 41": tail_json(FRONTIERS, EXAMPLE_LOG),
+        f"tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(bucketed, EXAMPLE_CUT_LOG),
     }
     assert _examples(["replicas"], capsys) == {"replicas": replicas_json(EXAMPLE_REPLICAS)}
     status = _examples(["status"], capsys)["status"]
@@ -471,6 +479,10 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     assert list(query["rows"][0]) == ["row", "count"]
     tail = _examples(["tail"], capsys)["tail compute_frontiers --since 41"]
     assert list(tail[0]) == ["time", "row", "diff"]
+    bucketed = _examples(["query"], capsys)[f"query {EXAMPLE_BUCKETED}"]
+    assert list(bucketed) == ["collection", "as_of", "rows"] and bucketed["as_of"] == "12,40,7,9"
+    cut_tail = _examples(["tail"], capsys)[f"tail {EXAMPLE_BUCKETED} --since 12,40,7,9"]
+    assert list(cut_tail[0]) == ["bucket", "time", "row", "diff", "as_of"]
     status = _examples(["status"], capsys)["status"]
     assert list(status) == [
         "consumer",
