@@ -2,7 +2,8 @@
 
 An agent is created for a replica id and started with the epoch the controller issued
 (``Controller.add_replica``); without an epoch nothing is published. Each introspection
-collection has its own :class:`~producers.subscribe.Subscribe` (thread, token, producer);
+collection has its own :class:`~producers.subscribe.Subscribe` (thread, token, producer),
+which routes its requests by the collection's buckets as the catalog defines them;
 a further thread sends ``Heartbeat`` requests keyed by the replica id, which renew the
 replica's lease, and asks the controller (when given ``still_member``) whether the
 incarnation is still a member, stopping the agent once it is not. Stopping cancels the
@@ -26,6 +27,7 @@ from collection_manager.config.errors import ConfigError
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.requests import MAX_TTL_MS, Heartbeat
 from collection_manager.core.shutdown import Cancelled, ShutdownToken
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import (
     DeliveryStats,
     KafkaProducer,
@@ -33,6 +35,7 @@ from collection_manager.kafka.producer import (
     ProducerConfig,
 )
 from producers.batching import PublishedState
+from producers.routing import key_for
 from producers.simulated import ERROR_COUNTS, HYDRATION_STATUS, Row
 from producers.sources.simulated import simulated_sources
 from producers.subscribe import MIN_TTL_STEPS, Publishing, Source, Subscribe
@@ -176,8 +179,15 @@ class ReplicaAgent:
             target=self._heartbeats, name=f"heartbeats-{replica_id}"
         )
 
-    def start(self, epoch: int) -> None:
+    def start(self, epoch: int, specs: Mapping[str, CollectionSpec] | None = None) -> None:
         """Starts the heartbeats and every subscribe, as incarnation ``epoch``.
+
+        Args:
+            epoch: the incarnation the controller issued.
+            specs: the published collections' definitions as the catalog holds them
+                (``Controller.collection_specs``), by published name: each subscribe
+                routes its requests by its collection's buckets. A collection without
+                one is taken to be unbucketed (keyed by its name).
 
         Raises:
             CollectionManagerError: when already started or ``epoch`` is not positive.
@@ -200,6 +210,7 @@ class ReplicaAgent:
             subscribe = Subscribe(
                 collection, source, name, publishing, self._producer(name),
                 self.token.child(collection), self._published, self.stop, ttl_ms or None,
+                spec=(specs or {}).get(collection),
             )  # fmt: skip
             self._subscribes.append(subscribe)
         self._heartbeat_thread.start()
@@ -269,10 +280,10 @@ class ReplicaAgent:
     def _heartbeats(self) -> None:
         assert self.epoch is not None
         interval_s = self.config.heartbeat_interval_ms / 1000
-        key = self.replica_id.encode()
         try:
             while self._member():
                 beat = Heartbeat(self.replica_id, self.epoch, self._clock())
+                key = key_for(beat)  # the replica id: its control requests share a partition
                 self._heartbeat_producer.produce(self.config.topic, key, encode_request(beat))
                 if self._heartbeat_token.wait(interval_s):
                     return

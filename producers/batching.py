@@ -1,4 +1,5 @@
-"""The agent's pure parts: rows tagged with the replica, batched into ``Append`` requests.
+"""The agent's pure parts: rows tagged with the replica, batched into ``Append`` requests,
+each split by bucket when its collection has several (``core/routing.py``).
 
 No Kafka here: the subscribe threads (``producers.subscribe``) hand the requests to their
 producer and record in a :class:`PublishedState` what the broker acknowledged.
@@ -11,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
 from collection_manager.core.requests import Append
+from collection_manager.core.routing import route_append
+from collection_manager.core.specs import CollectionSpec
 from producers.simulated import Row, Update, apply_updates
 
 
@@ -48,6 +51,16 @@ def append_batches(
             batch = []
     if batch:
         yield Append(collection, replica_id, epoch, tuple(batch), produced_at, ttl_ms=ttl_ms)
+
+
+def bucket_parts(append: Append, spec: CollectionSpec | None) -> list[Append]:
+    """``append`` as the requests to send: one per bucket its rows lie in (the parts of one
+    group when several), or itself for a collection of one bucket.
+
+    ``spec`` is the catalog's definition (the consumer's authority on the buckets); None
+    when the agent was given none: the collection is taken to be unbucketed.
+    """
+    return [append] if spec is None else route_append(append, spec)
 
 
 class PublishedState:

@@ -191,8 +191,11 @@ class EmbeddedReplica:
     def start(self) -> int:
         """Creates missing collections, adds the replica and starts publishing; its epoch."""
         self._controller.declare_collections(self._specs, f"of replica {self.replica_id}")
+        # The catalog's definitions, with their buckets (a declared collection may exist
+        # bucketed): read once, since a live collection's buckets never change.
+        catalog = self._controller.collection_specs([spec.name for spec in self._specs])
         self.epoch = self._controller.add_replica(self.replica_id)
-        self._agent.start(self.epoch)
+        self._agent.start(self.epoch, catalog)
         return self.epoch
 
     def publish(self, collection: str, updates: Iterable[Update]) -> None:

@@ -1,7 +1,9 @@
 """One introspection subscribe of a replica agent: a source, a thread, a token, a producer.
 
 The subscribe publishes its source's snapshot, then its changes at a fixed interval, as
-``Append`` requests keyed by the collection (so they are applied in order). Cancelling it
+``Append`` requests keyed by their storage unit (so they are applied in order): the
+collection, or for a bucketed collection the bucket each part is for (``producers/routing.py``;
+by ``replica_id``, all of one agent's rows lie in one bucket). Cancelling it
 (:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
 in the middle of a snapshot, and purges what its producer still queues (docs/design.md §6): that
 is why each subscribe owns its producer, since a purge empties the whole producer.
@@ -28,8 +30,10 @@ from confluent_kafka import KafkaError
 
 from collection_manager.core.requests import Append
 from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import PURGE_CODES, KafkaProducer
-from producers.batching import PublishedState, append_batches, with_replica
+from producers.batching import PublishedState, append_batches, bucket_parts, with_replica
+from producers.routing import key_for
 from producers.simulated import Row, Update, apply_updates
 from schemas.codec import encode_request
 
@@ -81,7 +85,7 @@ class Subscribe:
     """Publishes one collection of one source until cancelled.
 
     Args:
-        collection: the collection it publishes to (and the message key).
+        collection: the collection it publishes to.
         source: the source; only its ``source_collection`` updates are published.
         source_collection: which of the source's collections.
         publishing: the agent incarnation's settings.
@@ -91,6 +95,8 @@ class Subscribe:
         on_failure: called with a reason when the source or producer fails.
         ttl_ms: the TTL every request carries, or None.
         monotonic: seconds, for the silence check (tests pass a scripted one).
+        spec: the collection's definition in the catalog, read once at start, which routes
+            each request to its buckets; None: unbucketed, keyed by the collection.
     """
 
     def __init__(
@@ -105,8 +111,10 @@ class Subscribe:
         on_failure: Callable[[str], None],
         ttl_ms: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        spec: CollectionSpec | None = None,
     ) -> None:
         self.collection = collection
+        self._spec = spec
         self.token = token
         self.producer = producer
         self._source = source
@@ -196,11 +204,15 @@ class Subscribe:
             settings.clock(),
             self._ttl_ms,
         )
-        key = self.collection.encode()
         for append in guard(batches, self.token):
-            self.producer.produce(
-                settings.topic, key, encode_request(append), on_delivery=self._recorder(append)
-            )
+            # The parts of one append leave together: the token is checked between appends.
+            for part in bucket_parts(append, self._spec):
+                self.producer.produce(
+                    settings.topic,
+                    key_for(part),
+                    encode_request(part),
+                    on_delivery=self._recorder(part),
+                )
         if self._ttl_ms is not None:
             self._idle_since = self._monotonic()
 

@@ -235,8 +235,10 @@ def run_replica(args: argparse.Namespace) -> int:
         # Before the replica is added: a listen address that is taken adds nothing.
         address = controller.config.agent_metrics_address
         endpoint = _serve_agent(agent, address, health, chosen.collectors)
+        # Read once, before the replica is added: a live collection's buckets never change.
+        catalog = controller.collection_specs([spec.name for spec in chosen.specs])
         epoch = controller.add_replica(args.replica_id)
-        agent.start(epoch)
+        agent.start(epoch, catalog)
         at = "" if endpoint is None else f"; metrics and health at {endpoint.url}"
         print(f"replica {args.replica_id} running at epoch {epoch}{at}", flush=True)
         _wait(stop, args.duration, _beating(health, _until_stopped(agent, args.state_file)))

@@ -2,7 +2,9 @@
 
 ``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the
 replica's rows from every introspection collection with a fenced ``Delete`` (keyed by the
-collection, so it lands in order with that collection's appends) and announces the removal;
+collection, so it lands in order with that collection's appends; in a collection bucketed
+by ``replica_id``, keyed by the one bucket that holds the replica's rows, in order with its
+appends there; bucketed by another column, one part per bucket) and announces the removal;
 ``check_leases`` removes replicas whose heartbeats stopped for the TTL in log time (§8) and
 publishes the ticks that move log time. Every publish is flushed before
 the call returns: a caller that adds a replica after removing it can rely on the retractions
@@ -38,7 +40,15 @@ from collection_manager.control.status import ReplicaStatus, statuses
 from collection_manager.control.ticks import Ticker
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.filters import eq
-from collection_manager.core.requests import Delete, Fence, ReplicaAdded, ReplicaRemoved, Request
+from collection_manager.core.requests import (
+    Delete,
+    Fence,
+    ReplicaAdded,
+    ReplicaRemoved,
+    Request,
+    request_key,
+)
+from collection_manager.core.routing import route_delete
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
@@ -148,7 +158,7 @@ class Controller:
             if current is not None and current.state != REMOVED:
                 self.remove_replica(replica_id, "re-added", epoch=current.epoch)
             epoch = self._members.next_epoch(replica_id)
-            self._publish([(replica_id, ReplicaAdded(replica_id, epoch))])
+            self._publish([ReplicaAdded(replica_id, epoch)])
             at = now_ms()
             self._members.update(
                 replica_id, lambda m: added(m, Member(replica_id, epoch, ACTIVE, at))
@@ -180,11 +190,8 @@ class Controller:
             if member is None:
                 return None
             fence = Fence(replica_id, member.epoch)
-            deletes: list[tuple[str, Request]] = [
-                (name, Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence))
-                for name in self.replica_collections()
-            ]
-            self._publish([*deletes, (replica_id, ReplicaRemoved(replica_id, member.epoch))])
+            deletes = self._fenced_deletes(replica_id, reason, fence)
+            self._publish([*deletes, ReplicaRemoved(replica_id, member.epoch)])
             at = now_ms()
             self._members.update(replica_id, lambda m: finish_removal(m, member.epoch, at))
             self._members.drop_lease(replica_id)
@@ -192,6 +199,27 @@ class Controller:
             metrics.REMOVALS.inc()
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
+
+    def _fenced_deletes(self, replica_id: str, reason: str, fence: Fence) -> list[Request]:
+        """The deletes that retract ``replica_id``'s rows from each replica collection,
+        routed by the catalog's buckets as they are now (read per removal: a collection
+        dropped and created again with other buckets is routed as it is now). One the
+        catalog lacks gets an unbucketed delete, as before buckets (a dead letter naming
+        the unknown collection)."""
+        names = self.replica_collections()
+        specs = self._declared.catalog_specs(names)
+        deletes: list[Request] = []
+        for name in names:
+            delete = Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence)
+            spec = specs.get(name)
+            deletes.extend([delete] if spec is None else route_delete(delete, spec))
+        return deletes
+
+    def collection_specs(self, names: Sequence[str]) -> dict[str, CollectionSpec]:
+        """The catalog's definitions of those of ``names`` that exist, with their buckets:
+        what agents route their requests by (read once at their start: a live collection's
+        buckets never change)."""
+        return self._declared.catalog_specs(names)
 
     def declare_collections(self, specs: Sequence[CollectionSpec], source: str) -> list[str]:
         """Creates the collections of an agent's ``source`` that are missing, and records
@@ -266,7 +294,7 @@ class Controller:
             if member.state != REMOVED or (member.removed_at or 0) > due:
                 continue
             if self._members.collect(member):
-                fences = [CollectionKeys(name).fences for name in self.replica_collections()]
+                fences = [CollectionKeys(unit).fences for unit in self._replica_units()]
                 pipe = self._client.pipeline(transaction=False)
                 for key in fences:
                     pipe.hdel(key, member.replica_id)
@@ -274,6 +302,17 @@ class Controller:
                 self._members.forget(member)
                 metrics.COLLECTED.inc()
                 logger.info("collected replica %s (epoch %d)", member.replica_id, member.epoch)
+
+    def _replica_units(self) -> list[str]:
+        """The storage units of the replica collections: where fences live (a bucketed
+        collection's in each bucket its fenced deletes reached)."""
+        names = self.replica_collections()
+        specs = self._declared.catalog_specs(names)
+        units: list[str] = []
+        for name in names:
+            spec = specs.get(name)
+            units.extend([name] if spec is None else [unit.name for unit in spec.units()])
+        return units
 
     def _log_times(self) -> dict[int, int]:
         return self._sightings.snapshot(self.topic).log_times
@@ -334,9 +373,12 @@ class Controller:
 
     # Publishing
 
-    def _publish(self, messages: Sequence[tuple[str, Request]]) -> None:
+    def _publish(self, requests: Sequence[Request]) -> None:
+        """Produces ``requests`` in order, each keyed by ``request_key`` (its storage unit,
+        or its replica id), and waits for every acknowledgement."""
         failed_before = self._producer.stats().failed
-        for key, request in messages:
+        for request in requests:
+            key = request_key(request)
             self._producer.produce(self.topic, key.encode(), encode_request(request))
         remaining = self._producer.flush(30)
         failed = self._producer.stats().failed - failed_before

@@ -5,6 +5,11 @@ The built-in introspection collections are known to the controller; a source plu
 collections (``producers/sources/``) are not, until an agent declares them. The record is
 a set under the replica namespace, bounded by ``MAX_DECLARED`` collections: it grows with
 the kinds of sources, never with the replicas.
+
+A declared collection may exist with several buckets (``collections create --buckets``):
+its shape is its columns and index, so declaring it is not refused for its buckets, and
+its writers route by the catalog's definition (:meth:`DeclaredCollections.catalog_specs`),
+not by the source's, which knows no buckets.
 """
 
 from __future__ import annotations
@@ -55,6 +60,16 @@ class DeclaredCollections:
                 _check_same_shape(existing, spec, source)
             self._client.sadd(self._key, spec.name)
         return created
+
+    def catalog_specs(self, names: Sequence[str]) -> dict[str, CollectionSpec]:
+        """The definitions of those of ``names`` the catalog holds, read now: with their
+        buckets, which writers route by (the consumer reads the same catalog).
+
+        Read afresh on every call, never cached: a collection dropped and created again
+        with other buckets is routed as it is now.
+        """
+        specs = RedisStore(self._client).specs()
+        return {name: specs[name] for name in names if name in specs}
 
     def existing(self) -> list[str]:
         """The declared collections that still exist (one was maybe dropped since)."""
