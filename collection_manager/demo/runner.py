@@ -38,7 +38,7 @@ from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus
 from collection_manager.core.filters import eq
 from collection_manager.core.requests import Delete
-from collection_manager.core.specs import Row
+from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.demo.children import Children
 from collection_manager.demo.frames import Frame, Plan
 from collection_manager.demo.observe import Observer
@@ -53,8 +53,8 @@ from collection_manager.storage.client import redis_client
 from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
+from producers.routing import messages_for
 from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
-from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 
 WORKERS = 4
@@ -188,7 +188,8 @@ def _open(
     stack.callback(_close_controller, controller, producer)
     _ensure_collections(store, replica_config.collection_suffix)
     _ensure_topic(endpoints.kafka_bootstrap, consumer_config.topic)
-    _clear_earlier_runs(producer, consumer_config.topic, controller.collections, plan)
+    specs = controller.collection_specs(controller.collections)
+    _clear_earlier_runs(producer, consumer_config.topic, list(specs.values()), plan)
     assert consumer_config.checkpoint_dir is not None  # with_checkpoint set it
     observer = Observer(
         store,
@@ -237,18 +238,20 @@ def _ensure_topic(bootstrap: str, topic: str) -> None:
 
 
 def _clear_earlier_runs(
-    producer: KafkaProducer, topic: str, collections: Sequence[str], plan: Plan
+    producer: KafkaProducer, topic: str, collections: Sequence[CollectionSpec], plan: Plan
 ) -> None:
     """Retracts rows the demo's replica ids hold from before, whoever published them.
 
     The controller retracts an incarnation it knows when the replica is added again, but
     rows published without it (an older demo, a test) would stay and fail the comparison.
-    Keyed by collection, these deletes precede every append of this run in its partition.
+    Keyed by their unit (the collection, or in one bucketed by ``replica_id`` the replica's
+    bucket), these deletes precede every append of this run in its partition.
     """
     for replica in plan.fates:
-        for collection in collections:
-            delete = Delete(collection, eq("replica_id", replica), "demo: rows of an earlier run")
-            producer.produce(topic, collection.encode(), encode_request(delete))
+        for spec in collections:
+            delete = Delete(spec.name, eq("replica_id", replica), "demo: rows of an earlier run")
+            for key, value in messages_for(delete, spec):
+                producer.produce(topic, key, value)
     if producer.flush(30):
         raise DemoError("the demo's clean-up deletes were not acknowledged", topic=topic)
 
