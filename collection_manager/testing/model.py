@@ -17,7 +17,7 @@ too) takes the time ``upper`` and advances ``upper`` by one, so the latest reada
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.numbers import in_domain
@@ -205,14 +205,25 @@ class CollectionModel:
             ):
                 self.counters.fused_appends += p.requests
 
-    def retract_due(self, now_ms: int, ttl_clock_ms: int | None = None) -> None:
+    def retract_due(
+        self,
+        now_ms: int,
+        ttl_clock_ms: int | None = None,
+        only: Callable[[Row], bool] | None = None,
+    ) -> None:
         """Retracts, at one new time, every row whose TTL expiry is ``<= ttl_clock_ms``
         (default ``now_ms``; whole, and its pending ``valid_until`` retractions with it),
-        then every retraction whose ``valid_until`` is ``<= now_ms``."""
+        then every retraction whose ``valid_until`` is ``<= now_ms``. With ``only``, just
+        those of the rows it accepts: the store times each bucket of a collection on its
+        own (``core/buckets.py``), so one bucket's rows may expire before another's."""
         ttl_clock = now_ms if ttl_clock_ms is None else ttl_clock_ms
-        expired = [row for row, at in self.expiries.items() if at <= ttl_clock]
+        expired = [
+            row
+            for row, at in self.expiries.items()
+            if at <= ttl_clock and (only is None or only(row))
+        ]
         self.validity.drop(expired)
-        due = self.validity.due(now_ms)
+        due = self.validity.due(now_ms, only)
         if not due and not expired:
             return
         time, kept, pending = self._tick(0), [], dict[Row, int]()

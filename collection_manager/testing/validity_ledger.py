@@ -11,7 +11,7 @@ is gone with its full multiplicity, nothing of it is left to expire.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from collection_manager.core.specs import Row
 
@@ -41,13 +41,16 @@ class ValidityLedger:
         for row in rows:
             self._rows.pop(row, None)
 
-    def due(self, now_ms: int) -> list[Update]:
-        """Removes and returns the retractions due at ``now_ms`` (``valid_until <= now``).
+    def due(self, now_ms: int, only: Callable[[Row], bool] | None = None) -> list[Update]:
+        """Removes and returns the retractions due at ``now_ms`` (``valid_until <= now``),
+        of the rows ``only`` accepts (default: all).
 
         Ordered by ``valid_until``, then by first appearance of the row.
         """
         due: list[tuple[int, Row, int]] = []
         for row, entry in list(self._rows.items()):
+            if only is not None and not only(row):
+                continue
             for valid_until in [v for v in entry if v <= now_ms]:
                 due.append((valid_until, row, -entry.pop(valid_until)))
             if not entry:
