@@ -146,6 +146,7 @@ class RedisStore(StoreReads):
         check_layout(client)
         self._drop = CollectionDrop(client)
         self._specs: dict[str, CollectionSpec] = {}
+        self._records: dict[str, bytes | str] = {}  # the catalog's record of each spec
         self._skipped: set[str] = set()  # catalog names outside the name rule, warned once
 
     @classmethod
@@ -185,7 +186,9 @@ class RedisStore(StoreReads):
         """
         name, bucket = split_unit(collection)
         if bucket is not None:
-            return self.spec(name).unit(bucket)
+            if collection not in self._specs:
+                self._specs[collection] = self.spec(name).unit(bucket)
+            return self._specs[collection]
         if collection not in self._specs:
             raw = self._client.hget(CATALOG, collection)
             if raw is None:
@@ -207,6 +210,9 @@ class RedisStore(StoreReads):
         specs = {}
         for key, raw in sorted(self._client.hgetall(CATALOG).items()):
             name = as_text(key)
+            if name in self._specs and self._records.get(name) != raw:
+                self._forget(name)  # dropped and created again since, maybe with other buckets
+            self._records[name] = raw
             if name not in self._specs:
                 try:
                     self._specs[name] = _spec_of(name, raw)
@@ -229,8 +235,13 @@ class RedisStore(StoreReads):
     def drop_collection(self, collection: str) -> None:
         """Deletes a collection: its definition at once, then exactly its keys (never keys
         matched by a pattern) in bounded steps (``storage/drop.py``)."""
-        self._specs.pop(collection, None)
+        self._forget(collection)
         self._drop.drop(collection)
+
+    def _forget(self, collection: str) -> None:
+        """Forgets the cached specs of ``collection`` and of its buckets (``c#b``)."""
+        for name in [n for n in self._specs if split_unit(n)[0] == collection]:
+            del self._specs[name]
 
     # Writes
 
