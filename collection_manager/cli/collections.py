@@ -23,6 +23,13 @@ from types import FrameType
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.buckets import (
+    add_bucket_options,
+    create_checked,
+    keep_buckets,
+    layout,
+    with_buckets,
+)
 from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import (
     CREATE_HINT,
@@ -37,9 +44,12 @@ from collection_manager.cli.output import (
 )
 from collection_manager.cli.status import (
     CollectionInfo,
+    bucket_table,
+    buckets_json,
     collection_info,
     collection_infos,
     counter_headers,
+    example_bucketed,
 )
 from collection_manager.cli.where import HELP as WHERE_HELP
 from collection_manager.cli.where import parse_where, split_term
@@ -502,7 +512,8 @@ def follow_cut(
 
 
 def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
-    """``[{"name", "rows", "time", "columns", "indexed_columns"}]`` by name."""
+    """``[{"name", "rows", "time", "columns", "indexed_columns"}]`` by name; a bucketed
+    collection's rows and time are its buckets' sums, and it also has ``"buckets"``."""
     return [
         {
             "name": i.spec.name,
@@ -510,6 +521,7 @@ def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
             "time": i.time,
             "columns": list(i.spec.column_names),
             "indexed_columns": list(i.spec.indexed_columns),
+            **({"buckets": i.spec.buckets} if i.spec.buckets > 1 else {}),
         }
         for i in infos
     ]
@@ -535,7 +547,9 @@ def list_table(infos: Sequence[CollectionInfo]) -> TableView:
 
 
 def describe_json(info: CollectionInfo) -> dict[str, Any]:
-    """``{"name", "rows", "time", "columns": [{...}], "counters", "row_schema"}``."""
+    """``{"name", "rows", "time", "columns": [{...}], "counters", "ttl", "row_schema"}``;
+    a bucketed collection's also has ``"buckets", "bucket_column", "bucket_rows"`` (each
+    bucket's rows and time; its rows, time and counters are their sums)."""
     spec = info.spec
     return {
         "name": spec.name,
@@ -553,18 +567,22 @@ def describe_json(info: CollectionInfo) -> dict[str, Any]:
         "counters": info.counters,
         "ttl": {"rows": info.ttl_rows, "next_expiry": info.next_expiry},
         "row_schema": spec.row_schema,
+        **buckets_json(info),
     }
 
 
-def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
-    """The columns, and the counters of what was applied."""
+def describe_tables(info: CollectionInfo) -> tuple[TableView, ...]:
+    """The columns, the counters of what was applied, and a bucketed collection's rows
+    per bucket."""
     spec = info.spec
     ttl = ""
     if info.next_expiry is not None:
         ttl = f"; {plural(info.ttl_rows, 'row')} with a TTL, the next expiring "
         ttl += str(moment(info.next_expiry, wall_clock_ms()))
+    # A bucketed collection has a time per bucket: its table below shows them.
+    at = f" in {layout(spec)}" if spec.buckets > 1 else f" at time {info.time}"
     columns = TableView(
-        title=f"{spec.name}: {plural(info.rows, 'row')} at time {info.time}{ttl}",
+        title=f"{spec.name}: {plural(info.rows, 'row')}{at}{ttl}",
         columns=["column", "type", "nullable", "indexed"],
         rows=[(c.name, c.type, c.nullable, c.name in spec.indexed_columns) for c in spec.columns],
         empty=f"{spec.name} has no columns",
@@ -575,7 +593,10 @@ def describe_tables(info: CollectionInfo) -> tuple[TableView, TableView]:
         rows=[tuple(info.counters[c] for c in SHOWN_COUNTERS)],
         empty="",
     )
-    return columns, counters
+    if spec.buckets == 1:
+        return columns, counters
+    buckets = dataclasses.replace(bucket_table([info]), title=f"{spec.name}: rows per bucket")
+    return columns, counters, buckets
 
 
 def _register_admin(commands: Any, spec: CollectionSpec) -> None:
@@ -589,7 +610,14 @@ def _register_admin(commands: Any, spec: CollectionSpec) -> None:
         "describe", help="one collection: columns, indexes, row TTLs, counters"
     )
     describe.add_argument("name", help=COLLECTION_HELP)
-    add_format_option(describe, {"collections describe compute_frontiers": describe_json(example)})
+    bucketed = example_bucketed(example.counters)
+    add_format_option(
+        describe,
+        {
+            "collections describe compute_frontiers": describe_json(example),
+            f"collections describe {bucketed.spec.name}": describe_json(bucketed),
+        },
+    )
     describe.set_defaults(run=run_describe)
     create = actions.add_parser("create", help="a collection of your own, from an Avro schema")
     create.add_argument("name", help="its name (letters, digits, '_', '-', '.'; at most 100)")
@@ -603,10 +631,12 @@ def _register_admin(commands: Any, spec: CollectionSpec) -> None:
         metavar="COLUMN",
         help="a string or long column to index (repeatable; default: none)",
     )
+    add_bucket_options(create)
     create.set_defaults(run=run_create)
     builtin = actions.add_parser(
         "create-introspection", help="the built-in introspection collections (idempotent)"
     )
+    add_bucket_options(builtin, column=False)  # they all have replica_id, the default
     builtin.set_defaults(run=run_create_introspection)
     drop = actions.add_parser(
         "drop", help="delete a collection: its rows, change log, indexes and definition"
@@ -641,19 +671,28 @@ def run_describe(args: argparse.Namespace) -> int:
 
 
 def run_create(args: argparse.Namespace) -> int:
-    """Creates a collection from a row schema file."""
+    """Creates a collection from a row schema file (refused when it exists with other
+    buckets: ``cli/buckets.py``)."""
     spec = _spec_from_file(args.name, args.schema, args.index)  # checked before connecting
-    store_from_env(load_functions=True).create_collection(spec)
-    print(f"created {args.name}")
+    spec = with_buckets(spec, args.buckets, args.bucket_column)
+    create_checked(store_from_env(load_functions=True), [spec])
+    print(f"created {args.name}" + (f" in {layout(spec)}" if spec.buckets > 1 else ""))
     return 0
 
 
-def run_create_introspection(_args: argparse.Namespace) -> int:
-    """Creates the built-in introspection collections."""
+def run_create_introspection(args: argparse.Namespace) -> int:
+    """Creates the built-in introspection collections: with ``--buckets``, each in that
+    many (refused for one that exists with others); without, each keeps its own."""
     store = store_from_env(load_functions=True)
-    for spec in introspection_specs():
-        store.create_collection(spec)
-    print("created: " + ", ".join(spec.name for spec in introspection_specs()))
+    specs = [
+        keep_buckets(store, spec)
+        if args.buckets is None
+        else with_buckets(spec, args.buckets, spec.bucket_column)
+        for spec in introspection_specs()
+    ]
+    create_checked(store, specs)
+    spread = {spec.name: f" ({layout(spec)})" if spec.buckets > 1 else "" for spec in specs}
+    print("created: " + ", ".join(spec.name + spread[spec.name] for spec in specs))
     return 0
 
 

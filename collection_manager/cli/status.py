@@ -37,9 +37,22 @@ _UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error"
 
 
 @dataclasses.dataclass(frozen=True)
+class BucketInfo:
+    """Where one bucket of a bucketed collection stands: distinct rows, latest time."""
+
+    bucket: int
+    rows: int
+    time: int
+
+
+@dataclasses.dataclass(frozen=True)
 class CollectionInfo:
     """Where a collection stands: distinct rows, latest readable time, apply counters, and
-    how many rows have a TTL and when the next of them expires (ms; None: no such row)."""
+    how many rows have a TTL and when the next of them expires (ms; None: no such row).
+
+    A bucketed collection's figures are its buckets' sums (its time: the sum of theirs,
+    as its cut's total), and ``buckets`` holds each bucket's; empty when unbucketed.
+    """
 
     spec: CollectionSpec
     rows: int
@@ -47,15 +60,52 @@ class CollectionInfo:
     counters: dict[str, int]
     ttl_rows: int = 0
     next_expiry: int | None = None
+    buckets: tuple[BucketInfo, ...] = ()
 
 
 def collection_info(store: RedisStore, name: str) -> CollectionInfo:
-    """Reads ``name``'s size, time and counters (every counter present, 0 when never set)."""
-    rows, time = store.size(name)
-    stats = store.stats(name)
-    ttl_rows, next_expiry = store.ttl_summary(name)
-    counters = {c: stats.get(c, 0) for c in SHOWN_COUNTERS}
-    return CollectionInfo(store.spec(name), rows, time, counters, ttl_rows, next_expiry)
+    """Reads ``name``'s size, time and counters (every counter present, 0 when never set),
+    unit by unit: the collection, or each of its buckets (at most ``MAX_BUCKETS``)."""
+    spec = store.spec(name)
+    counters = dict.fromkeys(SHOWN_COUNTERS, 0)
+    ttl_rows, expiries, buckets = 0, [], []
+    for unit in spec.units():
+        rows, time = store.size(unit.name)
+        stats = store.stats(unit.name)
+        for counter in SHOWN_COUNTERS:
+            counters[counter] += stats.get(counter, 0)
+        unit_ttl_rows, next_expiry = store.ttl_summary(unit.name)
+        ttl_rows += unit_ttl_rows
+        expiries += [] if next_expiry is None else [next_expiry]
+        if unit.bucket is not None:
+            buckets.append(BucketInfo(unit.bucket, rows, time))
+    rows = sum(b.rows for b in buckets) if buckets else rows
+    time = sum(b.time for b in buckets) if buckets else time
+    next_expiry = min(expiries, default=None)
+    return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
+
+
+def buckets_json(info: CollectionInfo) -> dict[str, Any]:
+    """A bucketed collection's ``{"buckets": N, "bucket_column", "bucket_rows": [{"bucket",
+    "rows", "time"}]}``; nothing for an unbucketed one, whose JSON stays as it was."""
+    if info.spec.buckets == 1:
+        return {}
+    return {
+        "buckets": info.spec.buckets,
+        "bucket_column": info.spec.bucket_column,
+        "bucket_rows": [dataclasses.asdict(bucket) for bucket in info.buckets],
+    }
+
+
+def bucket_table(infos: Sequence[CollectionInfo]) -> TableView:
+    """The rows and time of each bucket of the bucketed collections: at most
+    ``MAX_BUCKETS`` lines per collection."""
+    return TableView(
+        "rows per bucket of the bucketed collections",
+        ["collection", "bucket", "rows", "time"],
+        [(i.spec.name, b.bucket, b.rows, b.time) for i in infos for b in i.buckets],
+        "no bucketed collections",
+    )
 
 
 def collection_infos(store: RedisStore) -> list[CollectionInfo]:
@@ -208,14 +258,21 @@ def status_json(
 ) -> dict[str, Any]:
     """``{"consumer": {...}, "controller": {...}, "other_topics": [...],
     "unpublished_dead_letters": {"count", "newest"}, "collections": [{"name", "rows",
-    "time", "counters"}]}``."""
+    "time", "counters"}]}``; a bucketed collection's rows and time are its buckets' sums,
+    and its entry also has ``"buckets", "bucket_column", "bucket_rows"`` (``buckets_json``)."""
     return {
         "consumer": consumer,
         "controller": controller,
         "other_topics": list(other_topics),
         "unpublished_dead_letters": unpublished,
         "collections": [
-            {"name": i.spec.name, "rows": i.rows, "time": i.time, "counters": i.counters}
+            {
+                "name": i.spec.name,
+                "rows": i.rows,
+                "time": i.time,
+                "counters": i.counters,
+                **buckets_json(i),
+            }
             for i in infos
         ],
     }
@@ -291,7 +348,7 @@ def status_tables(
 ) -> list[TableView]:
     """The consumer (when it recorded anything), its lag, the controller (when asked), the
     consumers of other topics (when any), the dead letters that could not be published
-    (when any), and the collections."""
+    (when any), the collections, and the rows per bucket of the bucketed ones (when any)."""
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
@@ -361,6 +418,8 @@ def status_tables(
             f"no collections yet; {CREATE_HINT}",
         )
     )
+    if any(i.buckets for i in infos):
+        tables.append(bucket_table(infos))
     return tables
 
 
@@ -410,12 +469,26 @@ EXAMPLE_CONTROLLER = controller_summary(
 )
 
 
+def example_bucketed(counters: dict[str, int]) -> CollectionInfo:
+    """The help's example of a collection of four buckets by ``replica_id``, its two rows in
+    bucket 1 (the times those of ``query``'s example cut)."""
+    spec = dataclasses.replace(
+        introspection_spec("compute_frontiers"), name="frontiers_by_replica", buckets=4
+    )
+    times = (12, 40, 7, 9)
+    buckets = tuple(BucketInfo(b, 2 if b == 1 else 0, t) for b, t in enumerate(times))
+    return CollectionInfo(spec, 2, sum(times), counters, buckets=buckets)
+
+
 def register(commands: Any) -> None:
     """Adds ``status``."""
     parser = commands.add_parser("status", help="consumer progress, lag and collection counters")
     counters = dict.fromkeys(SHOWN_COUNTERS, 0) | {"requests": 3, "updates": 4}
-    info = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
-    example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [info], (), EXAMPLE_CONTROLLER)
+    infos = [
+        CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters),
+        example_bucketed(counters),
+    ]
+    example = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, infos, (), EXAMPLE_CONTROLLER)
     add_format_option(parser, {"status": example})
     parser.add_argument(
         "--topic",

@@ -470,7 +470,13 @@ def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[s
     assert _examples(["collections"], capsys) == {}  # a group: its commands show theirs
     assert list(_examples(["collections", "list"], capsys)) == ["collections list"]
     described = _examples(["collections", "describe"], capsys)
-    assert list(described) == ["collections describe compute_frontiers"]
+    assert list(described) == [
+        "collections describe compute_frontiers",
+        "collections describe frontiers_by_replica",
+    ]
+    bucketed = described["collections describe frontiers_by_replica"]
+    assert bucketed["buckets"] == 4 and bucketed["bucket_column"] == "replica_id"
+    assert [b["rows"] for b in bucketed["bucket_rows"]] == [0, 2, 0, 0]
 
 
 def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -> None:
