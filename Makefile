@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: release setup demo test test-processes test-images test-slow test-containers lint unit bench infra-up infra-down infra-status clean distclean
+.PHONY: release setup demo test test-processes test-images test-slow test-containers soak lint unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -60,9 +60,17 @@ test-processes: setup
 	$(BIN)/pytest $(XDIST) $(ON_PROCESSES)
 
 # The tests marked `slow` (minutes each, on services of their own: the rolling restart
-# of three brokers), left out of make test to keep it under 15 minutes.
+# of three brokers, the two-minute chaos run), left out of make test to keep it under 15
+# minutes; .ci/run runs them after make test.
 test-slow: setup
 	$(BIN)/pytest $(XDIST) -m slow
+
+# The chaos run for SECONDS seconds of faults (tests/integration/chaos_run.py: the
+# replicated deployment under load, a seeded nemesis; CM_CHAOS_SEED=N repeats a schedule).
+# Prints the seed, the faults survived by kind and the mismatches; exit 1 unless none.
+SECONDS ?= 1800
+soak: setup
+	$(BIN)/python -m tests.integration.chaos_run --seconds $(SECONDS)
 
 # The tests marked `containers` with Kafka and Redis as testcontainers of the project's
 # images: the images run the pipeline, a fault and the agents.
