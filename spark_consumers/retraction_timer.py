@@ -18,7 +18,9 @@ import time
 from collections.abc import Callable
 
 from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.cut import SettleResult
+from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class RetractionTimer:
         topic: the consumer's request topic; collections no request of it was applied to
             are left to their own deployment's consumer.
         clock: milliseconds since the Unix epoch (a parameter so tests can drive it).
+        durability: the consumer's replication barrier, which a settled cut waits for.
     """
 
     def __init__(
@@ -53,8 +56,10 @@ class RetractionTimer:
         expiration_offset_ms: int,
         topic: str,
         clock: Callable[[], int] = _now_ms,
+        durability: Durability | None = None,
     ) -> None:
         self.store = store
+        self.durability = durability
         self.offset = expiration_offset_ms
         self.topic = topic
         self.clock = clock
@@ -115,10 +120,14 @@ class RetractionTimer:
         for spec in self.store.specs().values():
             if spec.buckets == 1 or not any(u.name in self.prepared for u in spec.units()):
                 continue
+            clock = ttl_clock_ms or 0
             try:
                 results.append(
-                    self.store.settle_cut(spec.name, ttl_clock_ms or 0, GROUP_DELIVERY_MS)
+                    self.store.settle_cut(spec.name, clock, GROUP_DELIVERY_MS, self.durability)
                 )
             except UnknownCollectionError:
                 continue  # dropped since it was listed
+            except REDIS_FAULTS as exc:
+                # Not urgent: readers compute the cut themselves; the next round settles.
+                logger.info("settling the cut of %s waits: %s", spec.name, exc)
         return results

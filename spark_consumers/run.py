@@ -23,6 +23,7 @@ from collection_manager.kafka.topics import await_topic
 from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
 from collection_manager.storage.library import library_name
+from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
@@ -223,7 +224,9 @@ def run_consumer(
         ):
             return
         probe.start()
-        timer = RetractionTimer(store, config.expiration_offset_ms, config.topic)
+        timer = RetractionTimer(
+            store, config.expiration_offset_ms, config.topic, durability=Durability.of(config)
+        )
         if until_done(timer.start, outage, stop, TRANSIENT_FAULTS) is None and stop.is_set():
             return
         spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")

@@ -123,7 +123,8 @@ class ChangesReader(DataSourceStreamReader):
         return self._driver.read(lambda client: readable_time(client, self._spec.name))
 
     def _cut(self) -> Cut:
-        return self._driver.read(lambda client: read_cut(client, self._spec))
+        # Readable times: a delete still in progress writes its changes with its last step.
+        return self._driver.read(lambda client: read_cut(client, self._spec, readable=True))
 
     def initialOffset(self) -> dict[str, object]:
         if self._spec.buckets > 1:

@@ -31,6 +31,7 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import as_text
 from collection_manager.storage.keys import CollectionKeys, cut_key
 from collection_manager.storage.library import CUT, SETTLE, call
+from collection_manager.storage.replication import Durability
 
 # The most unsettled parts one bucket may hold when read: the consumer settles them about
 # twice a second, so more means it is not running; a reader then refuses rather than do
@@ -59,8 +60,12 @@ def read_settled(client: redis.Redis, spec: CollectionSpec) -> Settled:
     return Settled(raw.get(VERSION_FIELD, ""), times, groups)
 
 
-def read_views(client: redis.Redis, spec: CollectionSpec, floor: Sequence[int]) -> list[BucketView]:
-    """Each bucket's view: the time readers see there now, the parts after ``floor``.
+def read_views(
+    client: redis.Redis, spec: CollectionSpec, floor: Sequence[int], readable: bool = False
+) -> list[BucketView]:
+    """Each bucket's view: the time readers see there now (with ``readable``, the latest
+    time whose changes its log holds whole: not a delete's still in progress), and the
+    parts applied after ``floor``.
 
     Raises:
         CutError: when a bucket holds more than ``MAX_UNSETTLED_PARTS`` unsettled parts.
@@ -75,7 +80,7 @@ def read_views(client: redis.Redis, spec: CollectionSpec, floor: Sequence[int]) 
             [settled, MAX_UNSETTLED_PARTS + 1],
             read_only=True,
         )
-        members = reply[1::2]
+        members = reply[2::2]
         if len(members) > MAX_UNSETTLED_PARTS:
             raise CutError(
                 f"bucket {unit.name} holds more than {MAX_UNSETTLED_PARTS} unsettled parts "
@@ -84,21 +89,22 @@ def read_views(client: redis.Redis, spec: CollectionSpec, floor: Sequence[int]) 
                 collection=spec.collection,
             )
         parts = tuple(
-            Part.parse(as_text(m), int(float(t))) for m, t in zip(members, reply[2::2], strict=True)
+            Part.parse(as_text(m), int(float(t))) for m, t in zip(members, reply[3::2], strict=True)
         )
-        views.append(BucketView(int(reply[0]), parts))
+        views.append(BucketView(int(reply[1 if readable else 0]), parts))
     return views
 
 
-def read_cut(client: redis.Redis, spec: CollectionSpec) -> Cut:
-    """The greatest consistent cut of ``spec``'s buckets now.
+def read_cut(client: redis.Redis, spec: CollectionSpec, readable: bool = False) -> Cut:
+    """The greatest consistent cut of ``spec``'s buckets now (with ``readable``, of the
+    times whose changes each bucket's log holds whole, as a reader of changes needs).
 
     Raises:
         CutError: when settles kept overtaking the read, or too many parts are unsettled.
     """
     for _ in range(ATTEMPTS):
         settled = read_settled(client, spec)
-        views = read_views(client, spec, settled.times)
+        views = read_views(client, spec, settled.times, readable)
         if _versions_apart(settled.version, read_settled(client, spec).version) < 2:
             return consistent_cut(views, settled.given_up)
     raise CutError(
@@ -123,19 +129,32 @@ class SettleResult:
 
 
 def settle(
-    client: redis.Redis, spec: CollectionSpec, read_all_since_ms: int, delivery_ms: int
+    client: redis.Redis,
+    spec: CollectionSpec,
+    read_all_since_ms: int,
+    delivery_ms: int,
+    durability: Durability | None = None,
 ) -> SettleResult:
     """Records ``spec``'s consistent cut now as settled; trims parts the last one passed.
 
     Args:
         read_all_since_ms: the consumer's TTL clock: it has read everything Kafka held then.
         delivery_ms: how long a producer may take to deliver a message (``core/cut.given_up``).
+        durability: the consumer's replication barrier (``CM_REDIS_REPLICA_ACKS``): what the
+            settled cut covers is on the replicas before it is recorded, so a failover can
+            lose only unsettled parts, which the replay applies again (with new times) while
+            their groups stay held back, never a settled one.
+
+    Raises:
+        ReplicasBehindError: the replicas did not confirm; nothing was recorded.
     """
     settled = read_settled(client, spec)
     views = read_views(client, spec, settled.times)
     dropped = given_up(incomplete(views), read_all_since_ms, delivery_ms)
     gone = settled.given_up - {part.group for view in views for part in view.parts}
     cut = consistent_cut(views, settled.given_up | set(dropped))
+    if durability is not None:
+        durability.confirm(client, "the bucketed collections' cuts are settled once they do")
     fields: list[str | int] = []
     for bucket, time in enumerate(cut.times):
         fields += [str(bucket), max(time, settled.times[bucket])]

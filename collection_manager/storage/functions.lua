@@ -459,13 +459,15 @@ local function cm_counts(keys, args)
 end
 
 -- A bucket's view for a read across buckets (core/cut.py): the time readers see now (the
--- latest readable one, or while a delete is in progress its time), and the grouped parts
--- applied after the settled time `floor`. keys: 1 time, 2 pending, 3 parts. args: 1 floor,
--- 2 the most parts to return. Replies {time, member, time, member, time, ...}; more parts
--- than asked for are never returned (the caller refuses to read then).
+-- latest readable one, or while a delete is in progress its time), the latest readable
+-- time (the change log is whole up to it), and the grouped parts applied after the settled
+-- time `floor`. keys: 1 time, 2 pending, 3 parts. args: 1 floor, 2 the most parts to
+-- return. Replies {visible, readable, member, time, member, time, ...}; more parts than
+-- asked for are never returned (the caller refuses to read then).
 local function cm_cut(keys, args)
-  local time = redis.call('HGET', keys[2], 'time') or redis.call('GET', keys[1]) or '0'
-  local reply = {tonumber(time)}
+  local readable = redis.call('GET', keys[1]) or '0'
+  local visible = redis.call('HGET', keys[2], 'time') or readable
+  local reply = {tonumber(visible), tonumber(readable)}
   local parts = redis.call('ZRANGEBYSCORE', keys[3], '(' .. args[1], '+inf', 'WITHSCORES',
                            'LIMIT', 0, tonumber(args[2]))
   for _, value in ipairs(parts) do reply[#reply + 1] = value end

@@ -181,7 +181,8 @@ class StoreReads:
         the next call goes on from it without a gap or a change twice.
         """
         spec = self.spec(collection)
-        cut = read_cut(self._client, spec)
+        # Readable times: a delete still in progress writes its changes with its last step.
+        cut = read_cut(self._client, spec, readable=True)
         start = since.times if since is not None else (0,) * spec.buckets
         reached = list(cut.times)
         changes: list[tuple[int, Change[Row]]] = []

@@ -49,6 +49,7 @@ from collection_manager.storage.ops import (
 )
 from collection_manager.storage.plan import OffsetRequest, plan_ops, split_refused
 from collection_manager.storage.reads import LogEntry, Snapshot, StoreReads, as_text
+from collection_manager.storage.replication import Durability
 
 __all__ = ["LogEntry", "RedisStore", "Snapshot", "wall_clock_ms"]
 
@@ -437,9 +438,16 @@ class RedisStore(StoreReads):
                     ops = plan_ops(requests, specs, applied).get(name, [])
         return done
 
-    def settle_cut(self, collection: str, read_all_since_ms: int, delivery_ms: int) -> SettleResult:
+    def settle_cut(
+        self,
+        collection: str,
+        read_all_since_ms: int,
+        delivery_ms: int,
+        durability: Durability | None = None,
+    ) -> SettleResult:
         """Settles a bucketed collection's cut (``storage/cut.py``); what it did."""
-        return settle(self._client, self.spec(collection), read_all_since_ms, delivery_ms)
+        spec = self.spec(collection)
+        return settle(self._client, spec, read_all_since_ms, delivery_ms, durability)
 
     def take_refused(self, collection: str) -> dict[str, str]:
         """The refused appends not dead-lettered yet: ``topic:partition:offset`` -> why."""
