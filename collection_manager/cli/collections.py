@@ -428,7 +428,7 @@ def run_tail(args: argparse.Namespace) -> int:
         if args.follow:
             return follow_cut(store, spec, given, args.format, headers)
         start = given or Cut((0,) * spec.buckets)
-        changes = store.tail_buckets(spec.name, start, args.limit)
+        changes = at_least(store.tail_buckets(spec.name, start, args.limit), start)
         table = cut_tail_table(spec, changes, start, args.limit)
         show(args.format, cut_tail_json(spec, changes), table, headers=headers)
         return 0
@@ -481,6 +481,14 @@ def follow(
         return 0  # the way to stop following, not a failure
 
 
+def at_least(changes: CutChanges, since: Cut) -> CutChanges:
+    """``changes`` reaching ``since`` at least in every bucket: where a bucket's readable
+    time is still behind the cut asked for (a query's cut during a delete in progress, a
+    cut typed ahead), going on from the cut returned reads nothing of it twice."""
+    times = zip(changes.cut.times, since.times, strict=True)
+    return CutChanges(changes.changes, Cut(tuple(max(pair) for pair in times)))
+
+
 def follow_cut(
     store: RedisStore, spec: CollectionSpec, since: Cut | None, fmt: str, headers: bool = True
 ) -> int:
@@ -490,22 +498,21 @@ def follow_cut(
     sent to several buckets only once the cut holds all of it. ``since`` is the cut to go
     on after (default: the cut now, so only new changes).
     """
-    reached = since if since is not None else store.cut(spec.name)
+    # Readable times (tail_buckets' own): a delete still in progress is not skipped.
+    reached = since if since is not None else store.cut(spec.name, readable=True)
     signal.signal(signal.SIGTERM, _interrupt)
     if fmt != "json" and headers:
         print(tsv_line(cut_tail_columns(spec)), flush=True)
     try:
         while True:
-            changes = store.tail_buckets(spec.name, reached)
+            changes = at_least(store.tail_buckets(spec.name, reached), reached)
             if fmt == "json":
                 lines = [json.dumps(entry, default=str) for entry in cut_tail_json(spec, changes)]
             else:
                 lines = [tsv_line(cells, "null") for cells in cut_tail_cells(changes)]
             if lines:  # one write per poll
                 print("\n".join(lines), flush=True)
-            # A cut given ahead of the collection's stays where it was asked to be.
-            times = zip(reached.times, changes.cut.times, strict=True)
-            reached = Cut(tuple(max(pair) for pair in times))
+            reached = changes.cut
             time.sleep(FOLLOW_POLL_S)
     except KeyboardInterrupt:
         return 0

@@ -122,9 +122,10 @@ class ChangesReader(DataSourceStreamReader):
     def _readable(self) -> int:
         return self._driver.read(lambda client: readable_time(client, self._spec.name))
 
-    def _cut(self) -> Cut:
-        # Readable times: a delete still in progress writes its changes with its last step.
-        return self._driver.read(lambda client: read_cut(client, self._spec, readable=True))
+    def _cut(self, readable: bool = True) -> Cut:
+        """The consistent cut now: by default of readable times (a delete still in progress
+        writes its changes with its last step), else of those readers see."""
+        return self._driver.read(lambda client: read_cut(client, self._spec, readable))
 
     def initialOffset(self) -> dict[str, object]:
         if self._spec.buckets > 1:
@@ -146,14 +147,20 @@ class ChangesReader(DataSourceStreamReader):
 
     def _latest_cut(self, start: dict[str, object]) -> list[int]:
         after, now = self._offset_cut(start), self._cut().times
-        if any(t < a for t, a in zip(now, after, strict=True)):
+        if all(t >= a for t, a in zip(now, after, strict=True)):
+            return list(now)
+        # A bucket's readable time behind the offset: a delete in progress there, whose time
+        # a snapshot's as_of (the query's startingTime) holds, waits; the cut readers see
+        # behind it too: not the collection the offset was taken of.
+        seen = self._cut(readable=False).times
+        if any(t < a for t, a in zip(seen, after, strict=True)):
             raise LogTrimmedError(
-                f"{self._spec.name} is at cut {Cut(now).text()}, before this query's offset "
+                f"{self._spec.name} is at cut {Cut(seen).text()}, before this query's offset "
                 f"{Cut(after).text()} in some bucket: it was dropped and made again, or Redis "
                 "lost writes. Start a new query with a new checkpoint",
                 collection=self._spec.name,
             )
-        return list(now)
+        return [max(t, a) for t, a in zip(now, after, strict=True)]
 
     def _offset_time(self, offset: dict[str, object]) -> int:
         time = offset.get("time")

@@ -142,13 +142,14 @@ class StoreReads:
         rows, _ = read_part(self._client, spec, part, as_of, limit)
         return Snapshot(rows, as_of)
 
-    def cut(self, collection: str) -> Cut:
-        """The consistent cut of a bucketed collection's buckets now (``core/cut.py``).
+    def cut(self, collection: str, readable: bool = False) -> Cut:
+        """The consistent cut of a bucketed collection's buckets now (``core/cut.py``); with
+        ``readable``, of the times whose changes the logs hold whole (``tail_buckets``').
 
         Raises:
             CutError: when none could be read (see ``storage/cut.read_cut``).
         """
-        return read_cut(self._client, self.spec(collection))
+        return read_cut(self._client, self.spec(collection), readable)
 
     def read_buckets(
         self, collection: str, where: Filter | None = None, limit: int | None = None

@@ -17,6 +17,7 @@ import pytest
 import redis
 
 from collection_manager.cli.collections import (
+    at_least,
     cut_tail_json,
     cut_tail_table,
     parse_since,
@@ -151,6 +152,13 @@ def test_a_limited_tail_says_where_to_go_on_and_an_empty_one_the_cut_now() -> No
     assert empty.empty == "fb: no changes after cut 12,40,7,9 (its cut now is 12,40,7,9)"
 
 
+def test_tail_goes_on_from_the_cut_asked_for_where_a_bucket_is_behind_it() -> None:
+    """A query's cut during a delete in progress is ahead of the readable times tail reads
+    to: what it prints to go on from never goes back behind what was asked for."""
+    behind = CutChanges([], Cut((12, 40, 7, 9)))
+    assert at_least(behind, Cut((12, 41, 7, 0))).cut == Cut((12, 41, 7, 9))
+
+
 # Spark SQL
 
 
@@ -213,7 +221,9 @@ def test_a_filter_that_pins_buckets_reads_only_those(monkeypatch: pytest.MonkeyP
 
 def _changes_reader(spec: Any, monkeypatch: pytest.MonkeyPatch, **options: str) -> ChangesReader:
     reader = ChangesReader(Answering("redis://x", spec.name), spec, options)
-    monkeypatch.setattr(reader, "_cut", lambda: Cut((5, 0, 7, 2)))
+    # Readable times, and those readers see (a delete in progress in bucket 1, at time 1).
+    cuts = {True: Cut((5, 0, 7, 2)), False: Cut((5, 1, 7, 2))}
+    monkeypatch.setattr(reader, "_cut", lambda readable=True: cuts[readable])
     monkeypatch.setattr(reader, "_readable", lambda: 42)
     return reader
 
@@ -249,6 +259,9 @@ def test_a_bucketed_stream_refuses_offsets_and_starts_of_another_shape(
         reader.latestOffset({"time": 3}, None)
     with pytest.raises(LogTrimmedError, match="before this query's offset 6,0,7,2"):
         reader.latestOffset({"cut": [6, 0, 7, 2]}, None)
+    # Started from a snapshot's cut, at the time of the delete in progress: it waits there.
+    assert reader.latestOffset({"cut": [5, 1, 7, 2]}, None) == {"cut": [5, 1, 7, 2]}
+    assert reader.latestOffset({"cut": [4, 1, 7, 2]}, None) == {"cut": [5, 1, 7, 2]}
     with pytest.raises(LogTrimmedError, match="whose offsets are a time"):
         _changes_reader(FRONTIERS, monkeypatch).latestOffset({"cut": [1, 2, 3, 4]}, None)
 
