@@ -170,6 +170,16 @@ def test_query_and_tail_show_a_group_whole_or_not_at_all(
     assert main(["tail", name, "--since", "1,2"]) == 2
     assert "is no cut of 4 buckets" in capsys.readouterr().err
 
+    # --expiry: each row's TTL from its own bucket.
+    expiring = Append(name, "writer", 1, (((R[1][1], 7, "ttl"), 1),), 0, ttl_ms=600_000)
+    writer.apply(*route_append(expiring, writer.spec))
+    shown = cli_json(capsys, "query", name, "--expiry", "--where", f"replica_id={R[1][1]}")
+    assert {e["row"]["worker_id"]: e["expires_at"] is not None for e in shown["rows"]} == {
+        0: False,
+        1: False,
+        7: True,
+    }
+
 
 def test_a_fanned_out_delete_is_shown_whole(
     capsys: pytest.CaptureFixture[str], writer: Writer

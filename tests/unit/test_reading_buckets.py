@@ -316,3 +316,34 @@ def test_the_data_sources_take_a_timeout_option() -> None:
     assert Connection.of({"path": "c", "redis.url": "redis://x", "timeout": "0"}).timeout_s == 0
     with pytest.raises(OptionError, match="option timeout must be 0 or more seconds, not '-1'"):
         Connection.of({"path": "c", "redis.url": "redis://x", "timeout": "-1"})
+
+
+def test_query_of_a_bucketed_collection_waits_through_a_failover_and_prints_the_cut(
+    monkeypatch: pytest.MonkeyPatch, no_sleep: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``query --timeout`` covers the whole bucketed read: the cut and every bucket."""
+    from collection_manager.cli import collections as cli_collections
+
+    class Store:
+        failures = 2
+
+        def collections(self) -> list[str]:
+            return ["fb"]
+
+        def spec(self, name: str) -> Any:
+            return BUCKETED
+
+        def stepped_snapshot(self, name: str, where: Any, limit: Any) -> Snapshot:
+            if self.failures:
+                self.failures -= 1
+                raise redis.ConnectionError("no primary serves bucket 2's slot yet")
+            return Snapshot(ROWS, 68, Cut((12, 40, 7, 9)))
+
+    store = Store()
+    monkeypatch.setattr(cli_collections, "store_from_env", lambda: store)
+    monkeypatch.setattr(cli_collections, "_redis_answers", lambda: True)
+    from collection_manager.cli.main import main
+
+    assert main(["query", "fb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["as_of"] == "12,40,7,9"
+    assert store.failures == 0 and 0.1 in no_sleep  # tried again, after a pause
