@@ -123,6 +123,7 @@ def test_infra_up_replicated_runs_the_pipeline_and_down_leaves_nothing(
 
 def _replicated_topic(bootstrap: str, topic: str) -> None:
     """The topic the agent created has the brokers' replication: three replicas each."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # Quiet: alive until collected, it would log every failed reconnect after `down`.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
     assert partitions and all(len(p.replicas) == 3 for p in partitions.values()), partitions
