@@ -2,10 +2,12 @@
 
 The jars of the local Kafka broker and of Spark's Kafka connector are resolved from Maven
 Central into the cache, and Debian's ``redis-server``, ``prometheus`` (the server and
-``promtool``, which test the shipped alert rules) and ``prometheus-redis-exporter`` (the
-real replicas of the real-fleet test) are installed when they are missing and this runs as
-root. Every step is skipped when its result is already there, so a second
-run needs no network. Nothing else installs anything: the product only checks.
+``promtool``, which test the shipped alert rules), ``prometheus-redis-exporter`` (the
+real replicas of the real-fleet test) and ``chromium`` (the browser that the console's test
+drives through Playwright; Playwright's own browser download is not used) are installed
+when they are missing and this runs as root. Every step is skipped when its result is
+already there, so a second run needs no network. Nothing else installs anything: the
+product only checks.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def prepare(config: InfraConfig, extra_spark_packages: Sequence[str] = ()) -> li
     done.append(f"prometheus: {_debian('prometheus', 'promtool', 'for the alert rules tests')}")
     exporter = "prometheus-redis-exporter"
     done.append(f"{exporter}: {_debian(exporter, exporter, 'for the real-fleet test')}")
+    done.append(f"chromium: {_debian('chromium', 'chromium', 'for the console test')}")
     return done
 
 
