@@ -142,5 +142,18 @@ def running(config: InfraConfig, needs: Collection[str] = ("kafka", "redis")) ->
             raise InfrastructureError(
                 f"no {name} to use: start one with `collection-manager infra up` "
                 f"(state dir {config.state_dir}) or set {variable}"
+                + _replicated_hint(recorded, name)
             )
     return Endpoints(addresses["kafka"], addresses["redis"])
+
+
+def _replicated_hint(recorded: dict[str, Service], name: str) -> str:
+    """What to do when ``infra up --replicated`` runs (its nodes recorded as ``kafka-1``,
+    ``redis-1``, ...): its settings are never picked up unless exported."""
+    nodes = [s for n, s in recorded.items() if n.startswith(f"{name}-") and is_running(s)]
+    if not nodes:
+        return ""
+    return (
+        "; the replicated deployment runs: export the settings "
+        '`eval "$(collection-manager infra up --replicated)"` prints'
+    )

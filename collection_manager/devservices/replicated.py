@@ -195,10 +195,16 @@ def _start_brokers(
 def _spawn_redis(config: InfraConfig, records: Records, node: Node, started: list[str]) -> None:
     home = _home(config, node)
     home.mkdir(parents=True, exist_ok=True)
-    command = node_command(home, node.port, node.peer_port, "--appendfsync", "always")
+    command = replicated_node_command(home, node.port, node.peer_port)
     # redis-server rewrites its command line to "path host:port [cluster]": match that.
     log = home / "redis.log"
     _spawn(records, started, node, command, log, f"redis://{node.address}/0", node.address)
+
+
+def replicated_node_command(home: Path, port: int, bus_port: int) -> list[str]:
+    """A Redis node of the deployment: the fault tests' cluster node, with every write
+    fsynced (see the module's docstring)."""
+    return node_command(home, port, bus_port, "--appendfsync", "always")
 
 
 def _spawn(

@@ -3,7 +3,9 @@ combinations it refuses before starting anything, and its records in ``status``/
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from collection_manager.cli.infra import replicated_lines
-from collection_manager.cli.main import main
+from collection_manager.cli.main import build_parser, main
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.config.errors import UsageError
-from collection_manager.config.services import Service, load_services, save_services
-from collection_manager.devservices import Replicated, down, status
+from collection_manager.config.services import Service, load_services, save_services, start_time
+from collection_manager.devservices import Replicated, down, redis_cluster, status
 from collection_manager.devservices.processes import GONE
 from collection_manager.devservices.redis_server import redis_answers
+from collection_manager.devservices.replicated import replicated_node_command
 from collection_manager.devservices.replicated_layout import (
     Layout,
     check_combination,
@@ -26,6 +29,7 @@ from collection_manager.devservices.replicated_layout import (
     save_layout,
     settings,
 )
+from tests.examples.pages import ROOT
 
 
 def _layout() -> Layout:
@@ -164,3 +168,48 @@ def test_status_and_down_show_and_forget_nodes_that_died(
         ("redis-2", GONE),
     ]
     assert load_services(config.services_file) == {}
+
+
+# What the replicated Redis nodes run with, as operations.md and `infra up --help` name it.
+REDIS_SETTINGS = (
+    "appendfsync always",
+    "cluster-allow-replica-migration no",
+    "cluster-replica-validity-factor 0",
+)
+
+
+def test_the_help_the_docs_and_the_nodes_name_the_same_redis_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(redis_cluster, "require_redis_server", lambda: "redis-server")
+    command = " ".join(replicated_node_command(Path("/data"), 7000, 17000))
+    helped = str(_parser("infra", "up").description)  # as written, before wrapping
+    documented = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    for setting in REDIS_SETTINGS:
+        assert f"--{setting}" in command
+        assert setting in helped
+        assert f"`{setting}" in documented
+    assert 'eval "$(collection-manager infra up --replicated)"' in helped
+    assert 'eval "$(.venv/bin/collection-manager infra up --replicated)"' in documented
+
+
+def _parser(*path: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    for word in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def test_a_command_without_the_exported_settings_is_told_to_export_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("CM_REDIS_URL", raising=False)
+    me = os.getpid()  # a process that runs, as a recorded node's would
+    node = Service("redis-1", me, "redis://127.0.0.1:1/0", "log", "m", start_time(me))
+    save_services(tmp_path / "services.json", {"redis-1": node})
+    assert main(["query", "c"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no redis to use: start one with `collection-manager infra up`")
+    assert 'the replicated deployment runs: export the settings `eval "$(' in err
