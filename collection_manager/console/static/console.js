@@ -1,0 +1,408 @@
+// The console: reads /api/v1/ of the process that serves it, and draws by hand.
+// Plain JavaScript run as it is (no build step, no framework, nothing from outside):
+// the fleet and status are polled, the change feed is an EventSource, the charts are SVG.
+"use strict";
+
+const API = "api/v1/"; // relative: the console works under any prefix a proxy puts it at
+const POLL_MS = { replicas: 1000, status: 2000, rows: 3000, counts: 5000, collections: 10000 };
+const CHART_SPAN_MS = 5 * 60 * 1000;
+const ROWS_SHOWN = 200; // rows of the table, the `limit` of its read
+const COUNT_LIMIT = 10000; // rows read per collection to count the fleet's rows
+const FEED_KEPT = 200; // changes kept on the page
+const REPLICA_COLUMN = "replica_id";
+
+const state = {
+  collections: [], // [{name, columns: [names]}]
+  selected: null,
+  where: [],
+  whereBad: false,
+  replicas: [],
+  counts: {}, // collection -> replica -> rows, and collection -> "_capped" when partial
+  skewMs: 0, // the server's clock minus ours
+  samples: [], // [{t, lag, updates}] from status
+  feed: null,
+  lastEventId: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+class Problem extends Error {
+  constructor(status, body) {
+    const detail = body && typeof body === "object" ? body.detail || body.title : body;
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// GET of a path under the API, as JSON; a problem document (or any error) throws a Problem.
+async function get(path, params) {
+  const url = new URL(API + path, document.baseURI);
+  for (const [name, values] of Object.entries(params || {})) {
+    for (const value of [].concat(values)) url.searchParams.append(name, value);
+  }
+  let reply;
+  try {
+    reply = await fetch(url, { headers: { Accept: "application/json" } });
+  } catch (error) {
+    throw new Problem(0, `the server does not answer (${error.message})`);
+  }
+  const date = Date.parse(reply.headers.get("Date") || "");
+  if (!Number.isNaN(date)) state.skewMs = date - Date.now();
+  const type = reply.headers.get("Content-Type") || "";
+  const body = type.includes("json") ? await reply.json() : await reply.text();
+  if (!reply.ok) throw new Problem(reply.status, body);
+  if (body && typeof body === "object" && typeof body.now_ms === "number") {
+    state.skewMs = body.now_ms - Date.now();
+  }
+  return body;
+}
+
+const serverNow = () => Date.now() + state.skewMs;
+const listOf = (body, key) => (Array.isArray(body) ? body : (body && body[key]) || []);
+
+function problem(message) {
+  const box = $("problem");
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+// Runs `task` now and every `ms`; its errors go to the banner, never to the console.
+function every(ms, task) {
+  const run = async () => {
+    try {
+      await task();
+    } catch (error) {
+      problem(error.message);
+    }
+    setTimeout(run, ms);
+  };
+  run();
+}
+
+// --- Times -------------------------------------------------------------------------------
+
+function seconds(ms) {
+  const s = ms / 1000;
+  if (Math.abs(s) < 60) return `${s.toFixed(1)} s`;
+  if (Math.abs(s) < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+const ago = (ms) => (ms == null ? "never" : `${seconds(Math.max(0, serverNow() - ms))} ago`);
+
+// --- The fleet ---------------------------------------------------------------------------
+
+// A replica whose controller state is `active` but whose heartbeats stopped coming is shown
+// `stopped`: its agent is gone, and its lease runs out (then the controller removes it).
+// Stopped means no heartbeat for half its lease (the lease is renewed at each heartbeat),
+// and at least 1.5 s.
+function shownState(replica) {
+  if (replica.state !== "active") return replica.state;
+  const beat = replica.last_heartbeat_ms;
+  const expires = replica.lease_expires_ms;
+  if (beat == null || expires == null) return replica.state;
+  const silentFor = serverNow() - beat;
+  return silentFor > Math.max(1500, (expires - beat) / 2) ? "stopped" : "active";
+}
+
+function fleetCollections() {
+  return state.collections.filter((c) => c.columns.includes(REPLICA_COLUMN)).map((c) => c.name);
+}
+
+function renderFleet() {
+  const names = fleetCollections();
+  const head = $("replicas").tHead.rows[0];
+  while (head.cells.length > 5) head.deleteCell(5);
+  for (const name of names) head.appendChild(el("th", name, "num"));
+  const body = $("replicas").tBodies[0];
+  body.replaceChildren();
+  for (const replica of state.replicas) {
+    const row = body.insertRow();
+    row.dataset.replica = replica.replica_id;
+    const shown = shownState(replica);
+    row.dataset.state = shown;
+    row.insertCell().textContent = replica.replica_id;
+    const epoch = row.insertCell();
+    epoch.textContent = replica.epoch;
+    epoch.className = "num";
+    const badge = el("span", shown, `state state-${shown}`);
+    if (replica.reason) badge.title = replica.reason;
+    row.insertCell().appendChild(badge);
+    const left = replica.lease_expires_ms == null ? null : replica.lease_expires_ms - serverNow();
+    row.insertCell().textContent = left == null ? "-" : left > 0 ? seconds(left) : "expired";
+    row.insertCell().textContent = ago(replica.last_heartbeat_ms);
+    for (const name of names) {
+      const counts = state.counts[name];
+      const cell = row.insertCell();
+      cell.className = "num";
+      cell.dataset.collection = name;
+      if (!counts) cell.textContent = "…";
+      else cell.textContent = (counts._capped ? "≥" : "") + (counts[replica.replica_id] || 0);
+    }
+  }
+  $("fleet-count").textContent = `${state.replicas.length} replicas`;
+  $("fleet-empty").hidden = state.replicas.length > 0;
+}
+
+async function pollReplicas() {
+  state.replicas = listOf(await get("replicas"), "replicas");
+  renderFleet();
+}
+
+// Rows per replica of each collection with a replica_id column: one bounded read each.
+async function pollCounts() {
+  const counts = {};
+  for (const name of fleetCollections()) {
+    const answer = await get(`collections/${encodeURIComponent(name)}/rows`, { limit: COUNT_LIMIT });
+    const tally = {};
+    const rows = listOf(answer, "rows");
+    for (const { row, count } of rows) {
+      const replica = row[REPLICA_COLUMN];
+      tally[replica] = (tally[replica] || 0) + (count ?? 1);
+    }
+    if (rows.length >= COUNT_LIMIT) tally._capped = true;
+    counts[name] = tally;
+  }
+  state.counts = counts;
+  renderFleet();
+}
+
+// --- Status and the charts ---------------------------------------------------------------
+
+function stateText(id, value) {
+  const node = $(id);
+  node.replaceChildren(el("span", value || "unknown", `state state-${value || "unknown"}`));
+}
+
+async function pollStatus() {
+  const status = await get("status");
+  const consumer = status.consumer || {};
+  stateText("consumer-state", consumer.state);
+  stateText("controller-state", (status.controller || {}).state);
+  $("lag").textContent = consumer.lag_total ?? `unknown${consumer.kafka ? ` (${consumer.kafka})` : ""}`;
+  $("dead-letters").textContent = consumer.dead_letters ?? 0;
+  const updates = (status.collections || []).reduce(
+    (sum, c) => sum + ((c.counters || {}).updates || 0),
+    0,
+  );
+  const t = serverNow();
+  state.samples.push({ t, lag: consumer.lag_total ?? null, updates });
+  state.samples = state.samples.filter((s) => s.t >= t - CHART_SPAN_MS);
+  drawCharts();
+  $("updated").textContent = `updated ${new Date(t).toLocaleTimeString()}`;
+  problem(null);
+}
+
+function rates() {
+  const points = [];
+  for (let i = 1; i < state.samples.length; i++) {
+    const [a, b] = [state.samples[i - 1], state.samples[i]];
+    if (b.t > a.t) points.push({ t: b.t, v: Math.max(0, ((b.updates - a.updates) * 1000) / (b.t - a.t)) });
+  }
+  return points;
+}
+
+// A line over the last CHART_SPAN_MS in an SVG of viewBox 320 x 80, its maximum labelled.
+function drawLine(svg, points) {
+  const [width, height, top] = [320, 80, 12];
+  const now = serverNow();
+  const max = Math.max(1, ...points.map((p) => p.v));
+  const x = (t) => (width * (t - (now - CHART_SPAN_MS))) / CHART_SPAN_MS;
+  const y = (v) => height - 2 - ((height - top - 2) * v) / max;
+  const ns = "http://www.w3.org/2000/svg";
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", points.map((p) => `${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(" "));
+  const label = document.createElementNS(ns, "text");
+  label.setAttribute("x", "2");
+  label.setAttribute("y", "9");
+  label.textContent = `max ${Math.round(max)}`;
+  svg.replaceChildren(line, label);
+  svg.dataset.points = String(points.length);
+}
+
+function drawCharts() {
+  const lags = state.samples.filter((s) => s.lag != null).map((s) => ({ t: s.t, v: s.lag }));
+  drawLine($("lag-chart"), lags);
+  const applied = rates();
+  drawLine($("rate-chart"), applied);
+  $("lag-now").textContent = lags.length ? lags[lags.length - 1].v : "unknown";
+  $("rate-now").textContent = applied.length ? applied[applied.length - 1].v.toFixed(0) : "";
+}
+
+// --- A collection's rows -----------------------------------------------------------------
+
+function columnsOf(entry) {
+  const columns = entry.columns || (entry.schema && entry.schema.columns) || [];
+  return columns.map((c) => (typeof c === "string" ? c : c.name));
+}
+
+async function pollCollections() {
+  const listed = listOf(await get("collections"), "collections");
+  state.collections = listed.map((c) => (typeof c === "string" ? { name: c, columns: [] } : c))
+    .map((c) => ({ name: c.name, columns: columnsOf(c) }));
+  for (const c of state.collections.filter((entry) => !entry.columns.length)) {
+    c.columns = columnsOf(await get(`collections/${encodeURIComponent(c.name)}`));
+  }
+  const select = $("collection-name");
+  const names = state.collections.map((c) => c.name);
+  if (select.options.length !== names.length || names.some((n, i) => select.options[i].value !== n)) {
+    select.replaceChildren(...names.map((n) => new Option(n, n)));
+  }
+  if (!state.selected || !names.includes(state.selected)) {
+    const fromUrl = new URLSearchParams(location.search).get("collection");
+    choose(names.includes(fromUrl) ? fromUrl : names[0] || null);
+  }
+  select.value = state.selected || "";
+  renderFleet();
+}
+
+// The filter box's text as where terms: separated by spaces; "..." keeps spaces in one.
+function terms(text) {
+  return (text.match(/(?:[^\s"]+|"[^"]*")+/g) || []).map((t) => t.replace(/"/g, ""));
+}
+
+function renderRows(answer) {
+  const entry = state.collections.find((c) => c.name === state.selected);
+  const rows = listOf(answer, "rows");
+  const columns = entry && entry.columns.length ? entry.columns : Object.keys((rows[0] || {}).row || {});
+  const table = $("rows");
+  const head = el("tr");
+  for (const name of columns) head.appendChild(el("th", name));
+  head.appendChild(el("th", "count", "num"));
+  table.tHead.replaceChildren(head);
+  table.tBodies[0].replaceChildren(
+    ...rows.map(({ row, count }) => {
+      const line = el("tr");
+      for (const name of columns) line.appendChild(el("td", row[name] === null ? "null" : row[name]));
+      line.appendChild(el("td", count ?? 1, "num"));
+      return line;
+    }),
+  );
+  const asOf = answer.as_of;
+  const cut = typeof asOf === "string" && asOf.includes(",");
+  $("as-of").textContent = asOf == null ? "" : cut ? `at cut ${asOf}` : `as of time ${asOf}`;
+  $("as-of").dataset.asOf = asOf == null ? "" : String(asOf);
+  const capped = rows.length >= ROWS_SHOWN ? ` (the first ${ROWS_SHOWN} found)` : "";
+  $("row-count").textContent = `${rows.length} rows${capped}`;
+  table.dataset.rows = String(rows.length);
+}
+
+async function pollRows() {
+  if (!state.selected || state.whereBad) return;
+  const name = state.selected;
+  const where = state.where;
+  try {
+    const answer = await get(`collections/${encodeURIComponent(name)}/rows`, { where, limit: ROWS_SHOWN });
+    if (name !== state.selected || where !== state.where) return; // changed meanwhile
+    $("filter-error").hidden = true;
+    renderRows(answer);
+  } catch (error) {
+    if (!(error instanceof Problem) || error.status !== 400) throw error;
+    state.whereBad = true; // shown until the filter changes, not asked again
+    $("filter-error").textContent = error.message;
+    $("filter-error").hidden = false;
+    $("rows").tBodies[0].replaceChildren();
+    $("rows").dataset.rows = "";
+    $("row-count").textContent = "";
+  }
+}
+
+function choose(name) {
+  if (name === state.selected) return;
+  state.selected = name;
+  state.whereBad = false;
+  const url = new URL(location.href);
+  if (name) url.searchParams.set("collection", name);
+  history.replaceState(null, "", url);
+  follow(name);
+  pollRows().catch((error) => problem(error.message));
+}
+
+// --- The change feed ---------------------------------------------------------------------
+
+function feedState(text) {
+  $("feed-state").textContent = text;
+  $("feed-state").dataset.state = text;
+}
+
+function showChange(data, id) {
+  const item = el("li");
+  item.dataset.time = id || "";
+  const diff = data.diff;
+  item.appendChild(el("span", data.time ?? id ?? "", "time"));
+  if (diff !== undefined) item.appendChild(el("span", diff > 0 ? `+${diff} ` : `${diff} `, diff > 0 ? "plus" : "minus"));
+  const row = data.row && typeof data.row === "object" ? data.row : data;
+  item.appendChild(el("span", Object.entries(row).map(([k, v]) => `${k}=${v}`).join(" ")));
+  const list = $("changes");
+  list.prepend(item);
+  while (list.children.length > FEED_KEPT) list.lastElementChild.remove();
+}
+
+function onChange(event) {
+  state.lastEventId = event.lastEventId || state.lastEventId;
+  let data;
+  try {
+    data = JSON.parse(event.data);
+  } catch {
+    data = { text: event.data };
+  }
+  for (const change of [].concat(data.changes || data)) showChange(change, event.lastEventId);
+}
+
+// Follows the collection's changes from now on; the browser resumes a dropped stream by
+// itself, sending Last-Event-ID (the last collection time seen), so no change is shown twice.
+function follow(name) {
+  if (state.feed) state.feed.close();
+  state.feed = null;
+  $("changes").replaceChildren();
+  if (!name) return feedState("");
+  const source = new EventSource(`${API}collections/${encodeURIComponent(name)}/changes`);
+  state.feed = source;
+  feedState("connecting");
+  source.onopen = () => feedState("live");
+  source.onmessage = onChange;
+  source.addEventListener("change", onChange);
+  source.addEventListener("problem", (event) => {
+    problem(JSON.parse(event.data).detail);
+  });
+  source.onerror = () => {
+    if (state.feed !== source) return;
+    if (source.readyState === EventSource.CLOSED) {
+      feedState("closed; following again in 5 s");
+      setTimeout(() => state.selected === name && state.feed === source && follow(name), 5000);
+    } else feedState("reconnecting");
+  };
+}
+
+// --- Start -------------------------------------------------------------------------------
+
+function start() {
+  $("chart-span").textContent = String(CHART_SPAN_MS / 60000);
+  const params = new URLSearchParams(location.search);
+  $("filter").value = params.get("where") || "";
+  state.where = terms($("filter").value);
+  $("collection-name").addEventListener("change", (event) => choose(event.target.value));
+  $("filter-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.where = terms($("filter").value);
+    state.whereBad = false;
+    $("filter-error").hidden = true;
+    pollRows().catch((error) => problem(error.message));
+  });
+  every(POLL_MS.collections, pollCollections);
+  every(POLL_MS.replicas, pollReplicas);
+  every(POLL_MS.status, pollStatus);
+  every(POLL_MS.rows, pollRows);
+  every(POLL_MS.counts, pollCounts);
+  setInterval(renderFleet, 250); // the lease countdown between two polls
+}
+
+start();

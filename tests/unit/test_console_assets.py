@@ -1,0 +1,49 @@
+"""The console's files as ``serve`` ships them: found by their exact names, typed, and
+nothing else (no path leads outside them); the page loads only its own files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from collection_manager import console
+
+
+def test_the_page_and_its_files_are_served_with_their_types() -> None:
+    assert console.names() == ["console.css", "console.js", "index.html"]
+    for path in ("/", "/index.html", "/?collection=x"):
+        page = console.asset(path)
+        assert page is not None and page.name == "index.html"
+        assert page.content_type == "text/html; charset=utf-8"
+    script = console.asset("/console.js")
+    assert script is not None and script.content_type.startswith("text/javascript")
+    style = console.asset("/console.css")
+    assert style is not None and style.content_type.startswith("text/css")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/../__init__.py",
+        "/static/index.html",
+        "/__init__.py",
+        "/x.js",
+        "/%2e%2e/console.js",
+        "//etc/passwd",
+    ],
+)
+def test_no_other_path_is_served(path: str) -> None:
+    assert console.asset(path) is None
+
+
+def test_the_page_loads_nothing_from_outside() -> None:
+    page = console.asset("/")
+    assert page is not None
+    html = page.body.decode()
+    linked = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert sorted(linked) == ["console.css", "console.js", "data:,"]
+    for name in console.names():
+        asset = console.asset("/" + name)
+        assert asset is not None
+        assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", asset.body.decode()), name
