@@ -62,18 +62,25 @@ def row_of(spec: CollectionSpec, replica: str, key: int, version: int) -> tuple[
 class Churn:
     """Appends that keep ``keys`` rows per replica in each collection and update them."""
 
-    def __init__(self, specs: Sequence[CollectionSpec], keys: int, updates: int) -> None:
+    def __init__(
+        self,
+        specs: Sequence[CollectionSpec],
+        keys: int,
+        updates: int,
+        replicas: Sequence[str] = REPLICAS,
+    ) -> None:
         self.specs = specs
         self.keys = keys
         self.half = updates // 2
-        self.versions = {(s.name, r): [0] * keys for s in specs for r in REPLICAS}
+        self.replicas = tuple(replicas)
+        self.versions = {(s.name, r): [0] * keys for s in specs for r in self.replicas}
         self.cursors = dict.fromkeys(self.versions, 0)
 
     def seed(self) -> list[Append]:
         """Inserts of every row at version 0, ``2 * half`` per request."""
         out = []
         for spec in self.specs:
-            for replica in REPLICAS:
+            for replica in self.replicas:
                 for first in range(0, self.keys, 2 * self.half):
                     keys = range(first, min(first + 2 * self.half, self.keys))
                     rows = [(row_of(spec, replica, k, 0), 1) for k in keys]

@@ -14,6 +14,7 @@ from typing import Any
 
 from bench import targets
 from bench.breakdown_figures import batch_breakdown
+from bench.bucket_figures import buckets
 from bench.climbs import climbs
 from bench.figure import Figure, Result
 from bench.reader_figures import reader_latency
@@ -474,6 +475,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "fleet_scale": fleet_scale,
     "spark_scale": spark_scale,
     "batch_breakdown": batch_breakdown,
+    "buckets": buckets,
 }
 
 

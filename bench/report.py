@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from bench.breakdown_figures import breakdown_details
+from bench.bucket_figures import buckets_details
 from bench.figures import CAPACITY_LABELS, Figure, cpu_kinds, figures_of
 
 # Plot key (a benchmark's name) -> caption; bench.plots draws ``<key>.png``.
@@ -352,6 +353,9 @@ def render(results: Mapping[str, Any], plots: Mapping[str, str], notes: str = ""
     if benchmarks.get("batch_breakdown", {}).get("status") == "ok":
         details = breakdown_details(benchmarks["batch_breakdown"])
         lines += ["### One micro-batch, step by step", "", *details, ""]
+    if benchmarks.get("buckets", {}).get("status") == "ok":
+        details = buckets_details(benchmarks["buckets"])
+        lines += ["### Buckets on a Redis Cluster, per bucket count", "", *details, ""]
     if benchmarks.get("reader_latency", {}).get("status") == "ok":
         details = reader_details(benchmarks["reader_latency"])
         lines += ["### Concurrent readers, per phase", "", *details, ""]

@@ -73,3 +73,8 @@ CAPACITY_RATIO = Target(">=", 0.9, "x the baseline", "issue 32")
 # Every process's CPU per million updates applied by Spark at LATENCY_RATIO_AT_RATE: half of
 # the 168 CPU s that docs/benchmarks.md showed on 2026-11-25 (issue 32).
 SPARK_CPU_PER_MILLION = Target("<=", 84, "CPU s", "issue 32")
+# A collection of BUCKET_SPLIT_AT buckets or more on a Redis Cluster of three primaries: the
+# busiest primary's Redis commands against an even split (issue 41; one bucket puts them all
+# on one primary, 3x).
+BUCKET_SPLIT = Target("<=", 1.25, "x an even split", "issue 41")
+BUCKET_SPLIT_AT = 16
