@@ -60,7 +60,8 @@ from collection_manager.core.cut import Cut, CutError
 from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
-from collection_manager.core.specs import CollectionSpec, Row, Value
+from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.reading.rows import as_object, query_json, sorted_rows
 from collection_manager.storage.client import (
     READ_TIMEOUT_S,
     any_node_answers,
@@ -221,46 +222,6 @@ def store_from_env(load_functions: bool = False) -> RedisStore:
     """
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
     return RedisStore.connect(endpoints.redis_url, load_functions=load_functions)
-
-
-def _sort_key(row: Row) -> tuple[tuple[int, Value], ...]:
-    # Nulls first; a column holds one type besides null, so the values compare.
-    return tuple((0, 0) if value is None else (1, value) for value in row)
-
-
-def as_object(spec: CollectionSpec, row: Row) -> dict[str, Value]:
-    """A row as ``{column: value}`` in column order."""
-    return dict(zip(spec.column_names, row, strict=True))
-
-
-def sorted_rows(snapshot: Snapshot) -> list[tuple[Row, int]]:
-    """The snapshot's rows with their multiplicity, ordered by value."""
-    return sorted(snapshot.rows.items(), key=lambda item: _sort_key(item[0]))
-
-
-def as_of_value(snapshot: Snapshot) -> int | str:
-    """What answers print as ``as_of``: the time, or a bucketed collection's cut as text
-    (``12,40,7``: bucket 0's time first)."""
-    return snapshot.as_of if snapshot.cut is None else snapshot.as_of_text
-
-
-def query_json(
-    spec: CollectionSpec, snapshot: Snapshot, expiries: dict[Row, int] | None = None
-) -> dict[str, Any]:
-    """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``.
-
-    The row sits in its own object so that no column (``error_counts`` has ``count``)
-    clashes with the multiplicity. With ``expiries`` (``--expiry``), each row also has
-    ``expires_at`` (ms since the Unix epoch, or null: no TTL). ``as_of`` is the time read
-    at, a number; of a bucketed collection, the cut read at, a string (``"12,40,7"``).
-    """
-    rows = []
-    for row, m in sorted_rows(snapshot):
-        entry: dict[str, Any] = {"row": as_object(spec, row), "count": m}
-        if expiries is not None:
-            entry["expires_at"] = expiries.get(row)
-        rows.append(entry)
-    return {"collection": spec.name, "as_of": as_of_value(snapshot), "rows": rows}
 
 
 def query_table(

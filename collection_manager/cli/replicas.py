@@ -34,6 +34,7 @@ from collection_manager.observability.endpoint import (
     serve,
 )
 from collection_manager.observability.health import Health, recent
+from collection_manager.reading.replicas import replicas_json
 from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 from collection_manager.storage.replication import Durability
 
@@ -304,22 +305,6 @@ def run_remove(args: argparse.Namespace) -> int:
         raise NotAMemberError(args.replica_id)
     print(f"removed replica {args.replica_id}: epoch {epoch} fenced, its rows retracted")
     return 0
-
-
-def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:
-    """Each replica as an object; its times are ms since the Unix epoch, or null."""
-    return [
-        {
-            "replica_id": r.replica_id,
-            "epoch": r.epoch,
-            "state": r.state,
-            "lease_expires_ms": r.lease_expires_at,
-            "last_heartbeat_ms": r.last_heartbeat_at,
-            "added_ms": r.added_at,
-            "reason": r.reason,
-        }
-        for r in rows
-    ]
 
 
 def replicas_table(rows: Sequence[ReplicaStatus], now_ms: int) -> TableView:

@@ -1,0 +1,334 @@
+"""What ``status`` answers, as data: the consumer of a topic (its state, heartbeat, batches,
+dead letters and Kafka lag), the controller, the dead letters that could not be published,
+and where each collection stands. ``collection-manager status`` prints it as tables or
+JSON; ``collection-manager serve`` answers it at ``/api/v1/status``.
+
+Nothing here claims a dead process runs: a consumer or controller without a live heartbeat
+key is ``stopped`` (or ``unknown``), whatever state it last wrote (``storage/heartbeats.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import redis
+from confluent_kafka import KafkaException
+
+from collection_manager.config.services import load_services
+from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.lag import lag_now
+from collection_manager.storage.client import as_text
+from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
+from collection_manager.storage.heartbeats import CONSUMER, CONTROLLER, Liveness, read_liveness
+from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
+from collection_manager.storage.store import RedisStore
+
+logger = logging.getLogger(__name__)
+
+TOTALS = ("batches", "dead_letters", "control_requests")
+# How many of the newest unpublished dead letters status shows.
+UNPUBLISHED_SHOWN = 5
+UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error", "reason")
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketInfo:
+    """Where one bucket of a bucketed collection stands: distinct rows, latest time."""
+
+    bucket: int
+    rows: int
+    time: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionInfo:
+    """Where a collection stands: distinct rows, latest readable time, apply counters, and
+    how many rows have a TTL and when the next of them expires (ms; None: no such row).
+
+    A bucketed collection's figures are its buckets' sums (its time: the sum of theirs,
+    as its cut's total), and ``buckets`` holds each bucket's; empty when unbucketed.
+    """
+
+    spec: CollectionSpec
+    rows: int
+    time: int
+    counters: dict[str, int]
+    ttl_rows: int = 0
+    next_expiry: int | None = None
+    buckets: tuple[BucketInfo, ...] = ()
+
+
+def collection_info(store: RedisStore, name: str) -> CollectionInfo:
+    """Reads ``name``'s size, time and counters (every counter present, 0 when never set),
+    unit by unit: the collection, or each of its buckets (at most ``MAX_BUCKETS``)."""
+    spec = store.spec(name)
+    counters = dict.fromkeys(SHOWN_COUNTERS, 0)
+    ttl_rows, expiries, buckets = 0, [], []
+    for unit in spec.units():
+        rows, time = store.size(unit.name)
+        stats = store.stats(unit.name)
+        for counter in SHOWN_COUNTERS:
+            counters[counter] += stats.get(counter, 0)
+        unit_ttl_rows, next_expiry = store.ttl_summary(unit.name)
+        ttl_rows += unit_ttl_rows
+        expiries += [] if next_expiry is None else [next_expiry]
+        if unit.bucket is not None:
+            buckets.append(BucketInfo(unit.bucket, rows, time))
+    rows = sum(b.rows for b in buckets) if buckets else rows
+    time = sum(b.time for b in buckets) if buckets else time
+    next_expiry = min(expiries, default=None)
+    return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
+
+
+def buckets_json(info: CollectionInfo) -> dict[str, Any]:
+    """A bucketed collection's ``{"buckets": N, "bucket_column", "bucket_rows": [{"bucket",
+    "rows", "time"}]}``; nothing for an unbucketed one, whose JSON stays as it was."""
+    if info.spec.buckets == 1:
+        return {}
+    return {
+        "buckets": info.spec.buckets,
+        "bucket_column": info.spec.bucket_column,
+        "bucket_rows": [dataclasses.asdict(bucket) for bucket in info.buckets],
+    }
+
+
+def collection_infos(store: RedisStore) -> list[CollectionInfo]:
+    """Every collection's info; one dropped between the listing and its reads is left out
+    (a listing beside a running drop must not fail)."""
+    infos = []
+    for name in store.collections():
+        try:
+            infos.append(collection_info(store, name))
+        except UnknownCollectionError:
+            continue
+    return infos
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:  # written by another version: show what can be shown
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
+    entries = []
+    for key, behind in lag.items():
+        topic, _, partition = key.rpartition(":")
+        if partition.isdigit():
+            entries.append({"topic": topic, "partition": int(partition), "lag": int(behind)})
+    return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
+
+
+def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
+    """What the consumer's last batch read up to, per ``topic:partition``."""
+    read = _json_object(raw.get("progress")).get("read") or {}
+    return {key: int(offset) for key, offset in read.items()}
+
+
+# Why the lag is unknown, per state of Kafka other than reachable.
+_KAFKA_DETAILS = {
+    "unreachable": "Kafka does not answer",
+    "not running": "the local Kafka that `collection-manager infra up` started is not "
+    "running; `infra up` starts it again",
+    "not configured": "no Kafka: set CM_KAFKA_BOOTSTRAP, or start one with "
+    "`collection-manager infra up`",
+}
+
+
+def consumer_summary(
+    raw: Mapping[str, str],
+    lag_now: Mapping[str, int] | None = None,
+    kafka: str = "reachable",
+    topic: str = "cm.requests",
+    liveness: Liveness | None = None,
+) -> dict[str, Any]:
+    """The record in Redis of the consumer of ``topic`` (``cm:consumer:<topic>``) as the
+    stable JSON of ``status``.
+
+    Args:
+        lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
+            answered; None when it was not asked (the lag of the last batch is shown).
+        kafka: ``reachable``, ``unreachable``, ``not running`` (the local broker ``infra
+            up`` started is gone) or ``not configured``; the lag is unknown (null) unless
+            Kafka is reachable, and ``kafka_detail`` says why.
+        liveness: the consumer's heartbeat (``storage/heartbeats.py``). Unless it beats,
+            the state is ``stopped`` (since its last beat) or ``unknown`` (it never beat),
+            whatever state it last wrote.
+    """
+    progress = _json_object(raw.get("progress"))
+    health = _json_object(raw.get("health"))
+    lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
+    known = kafka == "reachable"
+    last = (liveness.last if liveness else None) or {}
+    if liveness is None or liveness.alive:
+        beating = liveness is not None or bool(progress)  # it beats, or it reported progress
+        state = {
+            "state": health.get("state", "running" if beating else "unknown"),
+            "state_since_ms": health.get("since_ms"),
+            "retries": int(health.get("retries", 0)),
+            "outage_cause": health.get("cause") or None,
+        }
+    else:
+        state = {
+            "state": liveness.state,
+            "state_since_ms": last.get("at_ms"),
+            "retries": 0,
+            "outage_cause": None,
+        }
+    return {
+        "topic": topic,
+        **state,
+        "last_seen_ms": last.get("at_ms"),
+        "pid": last.get("pid"),
+        "host": last.get("host"),
+        "kafka": kafka,
+        "kafka_detail": None if known else _KAFKA_DETAILS.get(kafka, kafka),
+        **{name: int(raw.get(name, 0)) for name in TOTALS},
+        "processed_rows_per_s": progress.get("processed_rows_per_s"),
+        "last_batch_id": progress.get("batch_id"),
+        "last_progress_ms": _epoch_ms(progress.get("timestamp")),
+        "lag_total": sum(entry["lag"] for entry in lag) if known else None,
+        "lag": lag if known else None,
+        # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
+        "rewinds": int(raw.get("rewinds", 0)),
+        "topic_recreations": int(raw.get("topic_recreations", 0)),
+        "last_rewind": _json_object(raw.get("last_rewind")) or None,
+    }
+
+
+def controller_summary(namespace: str, liveness: Liveness) -> dict[str, Any]:
+    """The controller of ``namespace`` as its heartbeat tells: ``running``, ``stopped``
+    (since its last beat) or ``unknown`` (it never beat), and its last lease check."""
+    last = liveness.last or {}
+    return {
+        "namespace": namespace,
+        "state": liveness.state,
+        "last_seen_ms": last.get("at_ms"),
+        "last_check_ms": last.get("last_check_ms"),
+        "pid": last.get("pid"),
+        "host": last.get("host"),
+    }
+
+
+def unpublished_summary(count: int, newest: Sequence[UnpublishedLetter]) -> dict[str, Any]:
+    """Dead letters that could not be published: how many, and the newest (newest first)."""
+    return {
+        "count": count,
+        "newest": [
+            {name: getattr(letter, name) for name in UNPUBLISHED_COLUMNS} for letter in newest
+        ],
+    }
+
+
+def read_unpublished(client: redis.Redis, limit: int = UNPUBLISHED_SHOWN) -> dict[str, Any]:
+    """The consumer's record of unpublished dead letters, as ``unpublished_summary``."""
+    ledger = DeadLetterLedger(client)
+    return unpublished_summary(ledger.counts()["unpublished"], ledger.recent_unpublished(limit))
+
+
+def status_json(
+    consumer: dict[str, Any],
+    unpublished: dict[str, Any],
+    infos: Sequence[CollectionInfo],
+    other_topics: Sequence[str] = (),
+    controller: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``{"consumer": {...}, "controller": {...}, "other_topics": [...],
+    "unpublished_dead_letters": {"count", "newest"}, "collections": [{"name", "rows",
+    "time", "counters"}]}``; a bucketed collection's rows and time are its buckets' sums,
+    and its entry also has ``"buckets", "bucket_column", "bucket_rows"`` (``buckets_json``)."""
+    return {
+        "consumer": consumer,
+        "controller": controller,
+        "other_topics": list(other_topics),
+        "unpublished_dead_letters": unpublished,
+        "collections": [
+            {
+                "name": i.spec.name,
+                "rows": i.rows,
+                "time": i.time,
+                "counters": i.counters,
+                **buckets_json(i),
+            }
+            for i in infos
+        ],
+    }
+
+
+def _epoch_ms(iso: object) -> int | None:
+    """Spark's progress timestamp (ISO 8601, UTC) as ms since the Unix epoch, as every time
+    in the JSON is."""
+    if not isinstance(iso, str):
+        return None
+    try:
+        return int(datetime.datetime.fromisoformat(iso).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class StatusReport:
+    """What ``status`` shows: ``raw`` is the consumer's record as Redis holds it (empty:
+    it recorded nothing yet), ``others`` the topics of the other consumers recorded there."""
+
+    consumer: dict[str, Any]
+    controller: dict[str, Any]
+    unpublished: dict[str, Any]
+    infos: list[CollectionInfo]
+    others: list[str]
+    raw: dict[str, str]
+
+    def json(self) -> dict[str, Any]:
+        """The JSON of ``status --format json``."""
+        return status_json(
+            self.consumer, self.unpublished, self.infos, self.others, self.controller
+        )
+
+
+def read_status(
+    client: redis.Redis,
+    kafka_bootstrap: str | None,
+    topic: str,
+    namespace: str,
+    services_file: Path | None = None,
+) -> StatusReport:
+    """Reads what ``status`` shows of the consumer of ``topic`` and the controller of
+    ``namespace``. Needs only Redis: with Kafka down (or ``kafka_bootstrap`` None) the lag
+    is unknown and the report says why.
+
+    Args:
+        client: the Redis of the pipeline (responses decoded or not).
+        services_file: the record of the services ``infra up`` started, which tells a
+            local broker that stopped from none configured.
+    """
+    raw = {as_text(k): as_text(v) for k, v in client.hgetall(consumer_key(topic)).items()}
+    recorded = {
+        as_text(key).removeprefix(CONSUMER_PREFIX)
+        for key in client.scan_iter(CONSUMER_PREFIX + "*")
+    }
+    unpublished = read_unpublished(client)
+    consumer_liveness = read_liveness(client, CONSUMER, topic)
+    controller = controller_summary(namespace, read_liveness(client, CONTROLLER, namespace))
+    live, kafka = None, "not configured"
+    recorded_broker = services_file is not None and "kafka" in load_services(services_file)
+    if not kafka_bootstrap and recorded_broker:
+        kafka = "not running"
+    if kafka_bootstrap:
+        try:
+            live, kafka = lag_now(kafka_bootstrap, read_offsets_of(raw)), "reachable"
+        except KafkaException as exc:
+            logger.info("Kafka did not answer: %s", exc)
+            kafka = "unreachable"
+    consumer = consumer_summary(raw, live, kafka, topic, consumer_liveness)
+    infos = collection_infos(RedisStore(client))
+    return StatusReport(consumer, controller, unpublished, infos, sorted(recorded - {topic}), raw)
