@@ -140,6 +140,8 @@ class Frame:
         totals: collection -> all its rows in Redis (every replica).
         consumer: the consumer.
         events: what happened so far, oldest first.
+        console: the URL of the web console (``serve``) that shows the demo's fleet live,
+            once it answers; empty before.
     """
 
     elapsed_s: float
@@ -149,6 +151,7 @@ class Frame:
     totals: Mapping[str, int] = dataclasses.field(default_factory=dict)
     consumer: ConsumerView = ConsumerView()
     events: Sequence[str] = ()
+    console: str = ""
 
 
 def replica_table(frame: Frame) -> tuple[list[str], list[list[str]]]:

@@ -94,6 +94,8 @@ class DemoRun:
         self.consumer: Child | None = None
         self.agents: dict[str, Child] = {}
         self.real: Child | None = None  # the replica of real data (runner.REAL_REPLICA)
+        self.serve: Child | None = None  # `serve`: the HTTP API and the web console
+        self.console = ""  # the console's URL, once it answers
         self.listeners: dict[str, str] = {}  # process -> URL of its /metrics and health
         self._reporter = reporter
         self._timeout_s = timeout_s
@@ -221,7 +223,7 @@ class DemoRun:
         return Observation(self.observer.statuses(), rows, totals, consumer)
 
     def _check_children(self) -> None:
-        for child in (self.consumer, self.real):
+        for child in (self.consumer, self.real, self.serve):
             if child is not None and not child.running:
                 raise DemoError(self._died(child))
         for replica, agent in self.agents.items():
@@ -287,4 +289,5 @@ class DemoRun:
             totals=self._last.totals,
             consumer=self._last.consumer,
             events=tuple(self.events),
+            console=self.console,
         )

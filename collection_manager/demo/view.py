@@ -55,8 +55,10 @@ def render(frame: Frame) -> Group:
     """The live view of one frame: replicas, collections, the consumer, the latest events."""
     # Titles on lines of their own: a table's title would wrap to the table's width.
     title = Text(f"collection-manager demo  {frame.elapsed_s:5.1f}s  {frame.phase}", "bold")
-    parts: list[Table | Text] = [
-        title,
+    parts: list[Table | Text] = [title]
+    if frame.console:
+        parts.append(Text(f"open the console: {frame.console}", "bold cyan"))
+    parts += [
         _table(*replica_table(frame)),
         Text("rows in Redis"),
         _table(*collection_table(frame)),

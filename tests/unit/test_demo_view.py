@@ -43,6 +43,15 @@ def test_the_live_view_shows_the_replicas_and_the_latest_events() -> None:
     assert "removed demo-r2" in text
 
 
+def test_the_live_view_keeps_the_console_url_in_sight() -> None:
+    url = "http://127.0.0.1:8123/"
+    before = _text(render(_frame("starting", ())))
+    shown = _text(render(Frame(1.0, "running", console=url, events=("x",) * 20)))
+
+    assert "open the console" not in before
+    assert f"open the console: {url}" in shown  # above the events, however many
+
+
 def test_the_verdict_says_mismatch_when_redis_differs() -> None:
     held = {"r1": {"c": Counter({("r1", 1): 1})}}
     left = {"r1": {"c": Counter({("r1", 1): 1})}, "r2": {"c": Counter({("r2", 1): 1})}}
