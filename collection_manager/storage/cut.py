@@ -13,6 +13,7 @@ ahead of its own reads again.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,8 +38,9 @@ from collection_manager.storage.replication import Durability
 # twice a second, so more means it is not running; a reader then refuses rather than do
 # work in proportion to how long it has been down.
 MAX_UNSETTLED_PARTS = 10_000
-# How often a read starts again when settles overtook it.
-ATTEMPTS = 5
+# How long a read starts again while settles overtake it (each settle is about 0.5 s
+# apart, so only a read slower than that, again and again, runs out of it).
+OVERTAKEN_PATIENCE_S = 10.0
 VERSION_FIELD = "v"
 GIVEN_UP_PREFIX = "x:"
 
@@ -102,14 +104,15 @@ def read_cut(client: redis.Redis, spec: CollectionSpec, readable: bool = False) 
     Raises:
         CutError: when settles kept overtaking the read, or too many parts are unsettled.
     """
-    for _ in range(ATTEMPTS):
+    deadline = time.monotonic() + OVERTAKEN_PATIENCE_S
+    while time.monotonic() < deadline:
         settled = read_settled(client, spec)
         views = read_views(client, spec, settled.times, readable)
         if _versions_apart(settled.version, read_settled(client, spec).version) < 2:
             return consistent_cut(views, settled.given_up)
     raise CutError(
-        f"the consumer settled {spec.collection}'s cut {ATTEMPTS} times while it was read; "
-        "read again",
+        f"the consumer settled {spec.collection}'s cut again and again while it was read, "
+        f"for {OVERTAKEN_PATIENCE_S:g} s: read again",
         collection=spec.collection,
     )
 
@@ -156,8 +159,8 @@ def settle(
     if durability is not None:
         durability.confirm(client, "the bucketed collections' cuts are settled once they do")
     fields: list[str | int] = []
-    for bucket, time in enumerate(cut.times):
-        fields += [str(bucket), max(time, settled.times[bucket])]
+    for bucket, at in enumerate(cut.times):
+        fields += [str(bucket), max(at, settled.times[bucket])]
     for group in dropped:
         fields += [GIVEN_UP_PREFIX + group, 1]
     wrote = call(client, SETTLE, [cut_key(spec.collection)], [settled.version, *fields])
