@@ -68,7 +68,7 @@ test-slow: setup
 # The chaos run for SECONDS seconds of faults (tests/integration/chaos_run.py: the
 # replicated deployment under load, a seeded nemesis; CM_CHAOS_SEED=N repeats a schedule).
 # Prints the seed, the faults survived by kind and the mismatches; exit 1 unless none.
-SECONDS ?= 1800
+SECONDS ?= 600
 soak: setup
 	$(BIN)/python -m tests.integration.chaos_run --seconds $(SECONDS)
 

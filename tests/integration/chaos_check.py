@@ -14,7 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from collection_manager.core.filters import eq
-from collection_manager.core.requests import ReplicaAdded, Request
+from collection_manager.core.requests import Append, Delete, ReplicaAdded, Request
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.progress import ProgressRecord
@@ -40,6 +40,9 @@ class Verdict:
     epochs: int = 0  # ReplicaAdded epochs checked
     mismatches: Counter[str] = dataclasses.field(default_factory=Counter)
     examples: list[str] = dataclasses.field(default_factory=list)
+    # Not a mismatch of its own but a cause of some: a removal of an older incarnation
+    # applied after a newer one published (its delete retracts the newer one's rows).
+    late_removals: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -59,6 +62,12 @@ class Verdict:
             f"mismatches: {self.total}"
             + "".join(f"\n  {kind}: {n}" for kind, n in sorted(self.mismatches.items())),
             *(f"  e.g. {example}" for example in self.examples),
+            *(
+                [f"removals applied after a newer incarnation published: {len(self.late_removals)}"]
+                if self.late_removals
+                else []
+            ),
+            *(f"  {late}" for late in self.late_removals[:EXAMPLES]),
         ]
 
 
@@ -85,8 +94,9 @@ def judge(
     partitions = partitions_in_order(kafka, topic)
     _wait_applied(redis_url, topic, {p: r[-1][0] for p, r in partitions.items() if r})
     requests = [request for found in partitions.values() for _, request in found]
+    late = [late for found in partitions.values() for late in _late_removals(found)]
     store = RedisStore.connect(redis_url)
-    verdict = Verdict(requests=len(requests))
+    verdict = Verdict(requests=len(requests), late_removals=late)
     _against_the_model(verdict, store, requests, specs, quiet)
     _against_the_agents(verdict, store, fleet, live, removed)
     _epochs_once(verdict, requests)
@@ -186,3 +196,23 @@ def _epochs_once(verdict: Verdict, requests: Sequence[Request]) -> None:
         verdict.mismatch(
             "epochs not above the one before", max(0, downward - twice), f"{replica_id}: {epochs}"
         )
+
+
+def _late_removals(partition: Sequence[tuple[int, Request]]) -> list[str]:
+    """The fenced deletes of ``partition`` that follow, in its order, an append of a newer
+    epoch of their replica to their collection."""
+    newest: dict[tuple[str, str], int] = {}
+    late = []
+    for offset, request in partition:
+        if isinstance(request, Append):
+            key = (request.collection, request.replica_id)
+            newest[key] = max(newest.get(key, 0), request.epoch)
+        elif isinstance(request, Delete) and request.fence is not None:
+            fence = request.fence
+            appended = newest.get((request.collection, fence.replica_id), 0)
+            if appended > fence.epoch:
+                late.append(
+                    f"offset {offset}: {request.collection}: delete fenced at epoch "
+                    f"{fence.epoch} of {fence.replica_id} after appends of its epoch {appended}"
+                )
+    return late

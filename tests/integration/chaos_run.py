@@ -224,7 +224,8 @@ def run_chaos(seed: int, seconds: float, folder: Path, replica_acks: int = REPLI
             supervisor.stop()
             deployment.stop()
         problems += nemesis.errors + deployment.unexpected + supervisor.failures
-    _keep_only_logs(services)
+    if not problems and verdict is not None and verdict.total == 0:
+        _keep_only_logs(services)  # else the topic and the nodes' data stay, to look into
     timings["whole run"] = time.monotonic() - began
     return Report(
         seed, timings.get("faults", 0.0), nemesis.survived, nemesis.notes,

@@ -91,7 +91,10 @@ def test_sigterm_stops_cleanly_and_progress_is_recorded(
             progress = redis.hget(consumer_key(topic), "progress")
             assert progress is not None and f"{topic}:0" in progress.decode()
 
-        assert_eventually(progressing, timeout=120, interval=0.5)
+        # The first batch holds all the producer sent while Spark started: beside the
+        # replicated compose test's twelve containers (make test-slow's other worker) the
+        # consumer took 40 s to start and its first batch over 80 s more.
+        assert_eventually(progressing, timeout=300, interval=0.5)
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(60) == 0, (tmp_path / "consumer.log").read_text()[-3000:]
     finally:
