@@ -22,6 +22,7 @@ const state = {
   samples: [], // [{t, lag, updates}] from status
   feed: null,
   lastEventId: null,
+  token: sessionStorage.getItem("cm-token"), // CM_HTTP_TOKEN, when the server asks for one
 };
 
 const $ = (id) => document.getElementById(id);
@@ -50,7 +51,9 @@ async function get(path, params) {
   }
   let reply;
   try {
-    reply = await fetch(url, { headers: { Accept: "application/json" } });
+    const headers = { Accept: "application/json" };
+    if (state.token) headers.Authorization = `Bearer ${state.token}`;
+    reply = await fetch(url, { headers });
   } catch (error) {
     throw new Problem(0, `the server does not answer (${error.message})`);
   }
@@ -58,9 +61,10 @@ async function get(path, params) {
   if (!Number.isNaN(date)) state.skewMs = date - Date.now();
   const type = reply.headers.get("Content-Type") || "";
   const body = type.includes("json") ? await reply.json() : await reply.text();
+  if (reply.status === 401) $("token-form").hidden = false;
   if (!reply.ok) throw new Problem(reply.status, body);
-  if (body && typeof body === "object" && typeof body.now_ms === "number") {
-    state.skewMs = body.now_ms - Date.now();
+  if (body && typeof body === "object" && typeof body.at_ms === "number") {
+    state.skewMs = body.at_ms - Date.now(); // the server's clock, to the millisecond
   }
   return body;
 }
@@ -333,11 +337,13 @@ function feedState(text) {
   $("feed-state").dataset.state = text;
 }
 
+// One change, newest first; a bucketed collection's time is its bucket's (`bucket:time`).
 function showChange(data, id) {
   const item = el("li");
-  item.dataset.time = id || "";
+  item.dataset.position = id || "";
   const diff = data.diff;
-  item.appendChild(el("span", data.time ?? id ?? "", "time"));
+  const time = data.bucket === undefined ? data.time : `${data.bucket}:${data.time}`;
+  item.appendChild(el("span", time ?? "", "time"));
   if (diff !== undefined) item.appendChild(el("span", diff > 0 ? `+${diff} ` : `${diff} `, diff > 0 ? "plus" : "minus"));
   const row = data.row && typeof data.row === "object" ? data.row : data;
   item.appendChild(el("span", Object.entries(row).map(([k, v]) => `${k}=${v}`).join(" ")));
@@ -346,40 +352,119 @@ function showChange(data, id) {
   while (list.children.length > FEED_KEPT) list.lastElementChild.remove();
 }
 
-function onChange(event) {
+// `changes`: {"as_of", "changes": [{time, row, diff}, ...]}, its id the position reached.
+function onChanges(event) {
   state.lastEventId = event.lastEventId || state.lastEventId;
-  let data;
-  try {
-    data = JSON.parse(event.data);
-  } catch {
-    data = { text: event.data };
-  }
-  for (const change of [].concat(data.changes || data)) showChange(change, event.lastEventId);
+  const data = JSON.parse(event.data);
+  for (const change of data.changes || []) showChange(change, event.lastEventId);
+  feedState("live");
 }
 
-// Follows the collection's changes from now on; the browser resumes a dropped stream by
-// itself, sending Last-Event-ID (the last collection time seen), so no change is shown twice.
-function follow(name) {
+// Follows the collection's changes from `since` (default: from now). The browser resumes a
+// dropped stream by itself, sending Last-Event-ID (the position of the last event seen), so
+// each change is shown once. A stream the server ends (`event: error`, a problem document:
+// the collection dropped, or its log trimmed past the position) starts again from now.
+function follow(name, since) {
   if (state.feed) state.feed.close();
   state.feed = null;
-  $("changes").replaceChildren();
+  if (since === undefined) {
+    $("changes").replaceChildren();
+    state.lastEventId = null;
+  }
   if (!name) return feedState("");
-  const source = new EventSource(`${API}collections/${encodeURIComponent(name)}/changes`);
+  const query = since === undefined ? "" : `?since=${encodeURIComponent(since)}`;
+  const url = `${API}collections/${encodeURIComponent(name)}/changes${query}`;
+  const source = state.token ? new TokenEventSource(url, state.token) : new EventSource(url);
   state.feed = source;
   feedState("connecting");
-  source.onopen = () => feedState("live");
-  source.onmessage = onChange;
-  source.addEventListener("change", onChange);
-  source.addEventListener("problem", (event) => {
-    problem(JSON.parse(event.data).detail);
-  });
-  source.onerror = () => {
-    if (state.feed !== source) return;
-    if (source.readyState === EventSource.CLOSED) {
-      feedState("closed; following again in 5 s");
-      setTimeout(() => state.selected === name && state.feed === source && follow(name), 5000);
-    } else feedState("reconnecting");
+  const again = (text, from) => {
+    source.close();
+    feedState(`${text}; following again in 5 s`);
+    setTimeout(() => state.selected === name && state.feed === source && follow(name, from), 5000);
   };
+  source.addEventListener("position", (event) => {
+    state.lastEventId = event.lastEventId;
+    feedState("live");
+  });
+  source.addEventListener("changes", onChanges);
+  source.addEventListener("error", (event) => {
+    if (state.feed !== source) return;
+    if (event.data) {
+      const ended = JSON.parse(event.data); // the server's problem document: it ended
+      problem(`changes of ${name}: ${ended.detail}`);
+      again("ended", undefined);
+    } else if (source.readyState === EventSource.CLOSED) {
+      again("closed", state.lastEventId || undefined);
+    } else feedState("reconnecting");
+  });
+}
+
+// EventSource sends no header: with a token, the feed is read with fetch instead, and
+// resumed the same way (Last-Event-ID after a drop).
+class TokenEventSource extends EventTarget {
+  constructor(url, token) {
+    super();
+    this.readyState = 0;
+    this.lastEventId = "";
+    this.aborter = new AbortController();
+    this.connect(url, token);
+  }
+
+  close() {
+    this.readyState = 2;
+    this.aborter.abort();
+  }
+
+  async connect(url, token) {
+    while (this.readyState !== 2) {
+      try {
+        const headers = { Accept: "text/event-stream", Authorization: `Bearer ${token}` };
+        if (this.lastEventId) headers["Last-Event-ID"] = this.lastEventId;
+        const reply = await fetch(url, { headers, signal: this.aborter.signal });
+        if (!reply.ok) {
+          this.readyState = 2;
+          this.dispatchEvent(new Event("error"));
+          return;
+        }
+        this.readyState = 1;
+        await this.read(reply.body.getReader());
+      } catch {
+        if (this.readyState === 2) return;
+      }
+      this.readyState = 0;
+      this.dispatchEvent(new Event("error"));
+      await new Promise((done) => setTimeout(done, 1000));
+    }
+  }
+
+  async read(reader) {
+    const decoder = new TextDecoder();
+    let [buffer, fields] = ["", {}];
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, end).replace(/\r$/, "");
+        buffer = buffer.slice(end + 1);
+        if (line === "") {
+          this.dispatch(fields);
+          fields = {};
+        } else if (!line.startsWith(":")) {
+          const colon = line.includes(":") ? line.indexOf(":") : line.length;
+          const [field, text] = [line.slice(0, colon), line.slice(colon + 1).replace(/^ /, "")];
+          fields[field] = field === "data" && "data" in fields ? `${fields.data}\n${text}` : text;
+        }
+      }
+    }
+  }
+
+  dispatch(fields) {
+    if ("id" in fields) this.lastEventId = fields.id;
+    if (!("data" in fields)) return;
+    const init = { data: fields.data, lastEventId: this.lastEventId };
+    this.dispatchEvent(new MessageEvent(fields.event || "message", init));
+  }
 }
 
 // --- Start -------------------------------------------------------------------------------
@@ -396,6 +481,13 @@ function start() {
     state.whereBad = false;
     $("filter-error").hidden = true;
     pollRows().catch((error) => problem(error.message));
+  });
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = $("token").value;
+    sessionStorage.setItem("cm-token", state.token);
+    $("token-form").hidden = true;
+    follow(state.selected);
   });
   every(POLL_MS.collections, pollCollections);
   every(POLL_MS.replicas, pollReplicas);
