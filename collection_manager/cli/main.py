@@ -20,6 +20,7 @@ from collection_manager.cli import (
     pipeline,
     progress,
     replicas,
+    serve,
     status,
 )
 from collection_manager.cli.faults import (
@@ -35,7 +36,7 @@ from collection_manager.cli.output import add_output_options, output_format
 from collection_manager.config.errors import UsageError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
-SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, functions, bench)
+SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, serve, functions, bench)
 
 
 DESCRIPTION = (

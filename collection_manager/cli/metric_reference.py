@@ -1,6 +1,6 @@
 """The metric reference of ``docs/operations.md``, rendered from the metrics themselves.
 
-One table per process kind (``consume``, ``controller run``, ``replica run``): each
+One table per process kind (``consume``, ``controller run``, ``replica run``, ``serve``): each
 family's exposed name, type, labels and help text, read from the objects that serve it.
 The docs hold the tables between two marker comments, and a unit test fails when they
 differ. Regenerate after changing a metric::
@@ -20,6 +20,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from collection_manager.config.reference import extract_reference, replace_reference
 from collection_manager.control import metrics as controller
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.http import metrics as http
 from producers.metrics import AGENT_FAMILIES
 from producers.sources import scrape_metrics
 from spark_consumers import exporter
@@ -61,6 +62,7 @@ def render_reference() -> str:
         _table("`controller run` (`CM_CONTROLLER_METRICS_ADDRESS`)", _families(controller)),
         _table("`replica run` (`CM_AGENT_METRICS_ADDRESS`)", AGENT_FAMILIES),
         _table("`replica run --source openmetrics`, also", _families(scrape_metrics)),
+        _table("`serve` (`CM_HTTP_ADDRESS`)", _families(http)),
     ]
     standard = (
         "Each process also serves prometheus_client's standard families: `process_*` (CPU, "

@@ -28,6 +28,7 @@ from typing import Any
 
 from collection_manager.config import (
     ConsumerConfig,
+    HttpConfig,
     InfraConfig,
     ReplicaConfig,
     SparkConfig,
@@ -37,7 +38,13 @@ from collection_manager.core.errors import CollectionManagerError
 
 # The classes whose fields are CM_* settings, in the order the reference shows them.
 # Plain dataclasses built in code (AgentConfig, ProducerConfig) are not settings.
-CONFIG_CLASSES: tuple[type[Any], ...] = (InfraConfig, SparkConfig, ConsumerConfig, ReplicaConfig)
+CONFIG_CLASSES: tuple[type[Any], ...] = (
+    InfraConfig,
+    SparkConfig,
+    ConsumerConfig,
+    ReplicaConfig,
+    HttpConfig,
+)
 
 START_MARKER = "<!-- config-reference:start -->"
 END_MARKER = "<!-- config-reference:end -->"

@@ -356,3 +356,63 @@ class ReplicaConfig:
         "log times); give the consumer the controller's. The consumer refuses epochs never "
         "issued there.",
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpConfig:
+    """`serve`, the read-only HTTP API: where it listens, who may read, and its bounds."""
+
+    http_address: str = setting(
+        "127.0.0.1:8080",
+        "host:port where `serve` answers the HTTP API, /metrics, /healthz and /readyz (port "
+        "0: any free one, printed at start). Beyond loopback it needs CM_HTTP_TOKEN.",
+    )
+    http_token: str | None = dataclasses.field(
+        default=None,
+        repr=False,
+        metadata={
+            "help": "Bearer token every /api/ request must carry (Authorization: Bearer "
+            "TOKEN), compared in constant time; never printed. Unset: no token asked, "
+            "which `serve` allows on a loopback address only."
+        },
+    )
+    http_tls_cert_file: Path | None = setting(
+        None,
+        "PEM file of the certificate (and its chain) `serve` answers HTTPS with; needs "
+        "CM_HTTP_TLS_KEY_FILE. Unset: plain HTTP.",
+    )
+    http_tls_key_file: Path | None = setting(
+        None, "PEM file of that certificate's private key (unencrypted)."
+    )
+    http_cors_origins: str = setting(
+        "",
+        "Origins whose pages may read the API from a browser (CORS), separated by commas, "
+        "e.g. https://ops.example.com; * for any. Empty: no CORS header, so browsers let "
+        "only pages of the API's own origin read it.",
+    )
+    http_max_rows: int = setting(
+        10_000,
+        "Most rows a JSON answer of /rows holds; a read that finds more is refused (422) "
+        "naming it: ask for NDJSON or Arrow (streamed, no bound) or give limit.",
+    )
+    http_max_streams: int = setting(
+        32,
+        "Most change streams (/changes) open at once; one more is refused (503) naming it.",
+    )
+    http_max_requests: int = setting(
+        16,
+        "Most other requests answered at once (each a thread, a Redis connection and, for "
+        "rows, the rows it read); one more is refused (503) naming it.",
+    )
+    http_request_timeout_s: float = setting(
+        30.0,
+        "How long a request may take to read its answer (rows, status, replicas) before "
+        "it is refused (504) naming it; a read meets a Redis failover patiently until then. "
+        "Also how long a client may leave a write to it unread before its connection is "
+        "closed.",
+    )
+    http_keepalive_s: float = setting(
+        15.0,
+        "A change stream without changes sends a comment this often, so proxies and "
+        "clients keep it open and a client that went away is noticed.",
+    )

@@ -1,0 +1,74 @@
+"""``collection-manager serve``: the read-only HTTP API (``collection_manager/http``) until
+SIGTERM or Ctrl-C (or ``--duration``)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from collection_manager.cli.collections import seconds_argument
+from collection_manager.config import (
+    ConsumerConfig,
+    HttpConfig,
+    InfraConfig,
+    ReplicaConfig,
+    from_env,
+)
+from collection_manager.config.services import running
+from collection_manager.http.service import start
+
+
+def register(commands: Any) -> None:
+    """Adds ``serve``."""
+    parser = commands.add_parser(
+        "serve",
+        help="a read-only HTTP API of the collections, their rows and changes, the replicas "
+        "and the status, until SIGTERM or Ctrl-C",
+    )
+    parser.add_argument(
+        "--duration",
+        type=seconds_argument,
+        metavar="SECONDS",
+        help="stop after this many seconds (default: until stopped)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serves until a signal (exit 0) or ``--duration``."""
+    config = from_env(HttpConfig)
+    infra = from_env(InfraConfig)
+    endpoints = running(infra, needs=("redis",))
+    service = start(
+        config,
+        endpoints.redis_url,
+        endpoints.kafka_bootstrap,
+        from_env(ConsumerConfig).topic,
+        from_env(ReplicaConfig).replica_namespace,
+        infra.services_file,
+    )
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()  # the main thread stops the server: no lock is taken in a handler
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    try:
+        url = service.url
+        print(
+            f"serving the API at {url}/api/v1/ (described at {url}/api/v1/openapi.json); "
+            f"metrics and health at {url}/metrics, /healthz, /readyz",
+            flush=True,
+        )
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        while not stop.wait(0.5):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    finally:
+        service.close()
+    return 0

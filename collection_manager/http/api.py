@@ -1,0 +1,192 @@
+"""The API as a function from a request to an answer: routes, methods, the token, the bounds,
+CORS, and every failure as a problem document. No socket here (``server.py`` has them).
+
+The order of the checks: the process' own paths (``/metrics``, ``/healthz``, ``/readyz``:
+open, as every process serves them), then for ``/api/``: a CORS preflight, the method
+(GET and HEAD only: read-only), the token, the route, a slot of the route's kind, and the
+handler, within the request's deadline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import urllib.parse
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from collection_manager.config import HttpConfig
+from collection_manager.http import metrics
+from collection_manager.http.catalog import list_collections, show_collection
+from collection_manager.http.changes import follow_changes
+from collection_manager.http.context import TIMEOUT_SETTING, Call, Sources
+from collection_manager.http.exchange import Answer, Request, json_answer
+from collection_manager.http.failures import problem_of
+from collection_manager.http.fleet import list_replicas, show_status
+from collection_manager.http.limits import Deadline, Slots
+from collection_manager.http.openapi import API, document
+from collection_manager.http.params import Query
+from collection_manager.http.problems import MEDIA_TYPE, Problem
+from collection_manager.http.rows import read_rows
+from collection_manager.http.security import Cors, authorize
+from collection_manager.observability.health import Health
+
+Handler = Callable[[Call, Request], Answer]
+
+READ_METHODS = ("GET", "HEAD")
+_PLAIN = "text/plain; charset=utf-8"
+
+
+def _openapi(call: Call, request: Request) -> Answer:
+    Query(request.query)
+    return json_answer(document(token=bool(call.config.http_token)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """A path template (``{name}``: one path segment) and its handler; a ``stream`` route
+    takes a stream's slot, not a request's."""
+
+    template: str
+    handler: Handler
+    stream: bool = False
+
+    def match(self, segments: list[str]) -> dict[str, str] | None:
+        """The template's arguments in ``segments`` (decoded), or None when it differs."""
+        parts = self.template.split("/")
+        if len(parts) != len(segments):
+            return None
+        arguments = {}
+        for part, segment in zip(parts, segments, strict=True):
+            if part.startswith("{"):
+                if not segment:
+                    return None
+                arguments[part.strip("{}")] = segment
+            elif part != segment:
+                return None
+        return arguments
+
+
+ROUTES = (
+    Route(f"{API}/collections", list_collections),
+    Route(f"{API}/collections/{{name}}", show_collection),
+    Route(f"{API}/collections/{{name}}/rows", read_rows),
+    Route(f"{API}/collections/{{name}}/changes", follow_changes, stream=True),
+    Route(f"{API}/replicas", list_replicas),
+    Route(f"{API}/status", show_status),
+    Route(f"{API}/openapi.json", _openapi),
+)
+_ENDPOINTS = ", ".join(route.template for route in ROUTES)
+
+
+def route_of(path: str) -> tuple[Route | None, dict[str, str]]:
+    """The route of ``path`` and its arguments; (None, {}) when none matches."""
+    try:
+        segments = [urllib.parse.unquote(s, errors="strict") for s in path.split("/")]
+    except UnicodeDecodeError:
+        return None, {}
+    for route in ROUTES:
+        arguments = route.match(segments)
+        if arguments is not None:
+            return route, arguments
+    return None, {}
+
+
+def problem_answer(problem: Problem, instance: str) -> Answer:
+    """A problem as an answer (its headers included)."""
+    return Answer(problem.body(instance), MEDIA_TYPE, problem.status, dict(problem.headers))
+
+
+class Api:
+    """Answers requests of the API and the process' own paths.
+
+    Args:
+        sources: where answers are read from.
+        config: the settings (token, bounds, CORS).
+        health: what ``/healthz`` and ``/readyz`` answer.
+        stopping: set when the server stops: change streams end.
+    """
+
+    def __init__(
+        self,
+        sources: Sources,
+        config: HttpConfig,
+        health: Health,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        self.sources, self.config, self.health = sources, config, health
+        self.stopping = stopping or threading.Event()
+        self.requests = Slots(config.http_max_requests, "too-many-requests", "CM_HTTP_MAX_REQUESTS")
+        self.streams = Slots(config.http_max_streams, "too-many-streams", "CM_HTTP_MAX_STREAMS")
+        self.cors = Cors.of(config.http_cors_origins)
+
+    def answer(self, request: Request) -> Answer:
+        """The answer to ``request``; never raises (a failure is a problem answer)."""
+        if request.path in ("/metrics", "/healthz", "/readyz"):
+            return self._own(request)
+        route, arguments = route_of(request.path)
+        label = route.template if route is not None else "other"
+        try:
+            answer = self._api(request, route, arguments)
+        except Exception as exc:
+            problem = problem_of(exc)
+            metrics.ERRORS.labels(label, problem.kind).inc()
+            answer = problem_answer(problem, request.path)
+        answer.route = label
+        allowed = self.cors.allow(request.header("Origin"))
+        if allowed is not None:
+            answer.headers["Access-Control-Allow-Origin"] = allowed
+            answer.headers["Access-Control-Expose-Headers"] = "Retry-After, WWW-Authenticate"
+            answer.headers["Vary"] = "Origin"
+        return answer
+
+    def _api(self, request: Request, route: Route | None, arguments: dict[str, str]) -> Answer:
+        if request.method == "OPTIONS" and self.cors.enabled:
+            return self._preflight(request)
+        if request.method not in READ_METHODS:
+            raise Problem(
+                "method-not-allowed",
+                f"{request.method[:20]} is not allowed: the API is read-only (GET and HEAD)",
+                headers={"Allow": ", ".join(READ_METHODS)},
+            )
+        authorize(request.header("Authorization"), self.config.http_token)
+        if route is None:
+            raise Problem(
+                "not-found",
+                f"no endpoint at {request.path[:200]!r}; the endpoints: {_ENDPOINTS} "
+                f"(described by {API}/openapi.json)",
+            )
+        ticket = (self.streams if route.stream else self.requests).take()
+        try:
+            deadline = Deadline(self.config.http_request_timeout_s, TIMEOUT_SETTING, ticket)
+            call = Call(self.sources, self.config, deadline, self.stopping)
+            answer = route.handler(call, dataclasses.replace(request, arguments=arguments))
+        except BaseException:
+            ticket.release()
+            raise
+        answer.finished = ticket.release
+        return answer
+
+    def _preflight(self, request: Request) -> Answer:
+        """A browser asks whether a page of its origin may read: say so, or nothing."""
+        answer = Answer(b"", _PLAIN, 204)
+        if self.cors.allow(request.header("Origin")) is not None:
+            answer.headers.update(
+                {
+                    "Access-Control-Allow-Methods": ", ".join(READ_METHODS),
+                    "Access-Control-Allow-Headers": "Authorization, Accept, Last-Event-ID",
+                    "Access-Control-Max-Age": "600",
+                }
+            )
+        return answer
+
+    def _own(self, request: Request) -> Answer:
+        """``/metrics``, ``/healthz``, ``/readyz``: as the other processes serve them."""
+        if request.method not in READ_METHODS:
+            return Answer(b"GET or HEAD only\n", _PLAIN, 405, {"Allow": "GET, HEAD"})
+        if request.path == "/metrics":
+            return Answer(generate_latest(metrics.REGISTRY), CONTENT_TYPE_LATEST, route="/metrics")
+        reasons = self.health.liveness() if request.path == "/healthz" else self.health.readiness()
+        text = "\n".join(reasons) if reasons else "ok"
+        return Answer(f"{text}\n".encode(), _PLAIN, 503 if reasons else 200, route=request.path)
