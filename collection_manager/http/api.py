@@ -2,7 +2,8 @@
 CORS, and every failure as a problem document. No socket here (``server.py`` has them).
 
 The order of the checks: the process' own paths (``/metrics``, ``/healthz``, ``/readyz``:
-open, as every process serves them), then for ``/api/``: a CORS preflight, the method
+open, as every process serves them), the web console's files (``/``, ``collection_manager/
+console``: open, its reads need the token), then for ``/api/``: a CORS preflight, the method
 (GET and HEAD only: read-only), the token, the route, a slot of the route's kind, and the
 handler, within the request's deadline.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from collection_manager import console
 from collection_manager.config import HttpConfig
 from collection_manager.http import metrics
 from collection_manager.http.catalog import list_collections, show_collection
@@ -125,6 +127,11 @@ class Api:
         """The answer to ``request``; never raises (a failure is a problem answer)."""
         if request.path in ("/metrics", "/healthz", "/readyz"):
             return self._own(request)
+        page = None if request.path.startswith("/api/") else console.asset(request.path)
+        if page is not None and request.method in READ_METHODS:
+            # The web console's own files: open, as a page needs no token (its reads do).
+            headers = {"Cache-Control": "no-cache"}
+            return Answer(page.body, page.content_type, headers=headers, route="console")
         route, arguments = route_of(request.path)
         label = route.template if route is not None else "other"
         try:
