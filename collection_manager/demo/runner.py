@@ -2,18 +2,21 @@
 
 ``run_demo`` starts (or reuses) Kafka and Redis, the Spark consumer as its own process, and
 one ``collection-manager replica run`` process per replica agent; the demo's own controller
-runs the lease loop. Once every replica's rows are in Redis, the controller removes one
-replica (a fenced delete retracts its rows at once) and the demo SIGKILLs another's agent
-(its rows stay until its lease expires and the lease check removes it). The survivors
-publish a fixed number of steps and then write what they hold to a state file. Once the
-consumer has applied everything Kafka held by then, Redis is compared with those files, and
-the removed and killed replicas with nothing. Whatever the demo started, it stops.
+runs the lease loop, and ``collection-manager serve`` answers the HTTP API and the web
+console, whose URL the demo prints first: the console shows the demo's fleet live. Once
+every replica's rows are in Redis, the controller removes one replica (a fenced delete
+retracts its rows at once) and the demo SIGKILLs another's agent (its rows stay until its
+lease expires and the lease check removes it). The survivors publish a fixed number of
+steps and then write what they hold to a state file. Once the consumer has applied
+everything Kafka held by then, Redis is compared with those files, and the removed and
+killed replicas with nothing. Whatever the demo started, it stops.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -144,6 +147,7 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         endpoints = devservices.up(infra_config)
         stack.callback(devservices.down, infra_config, endpoints.started)
         run = _open(stack, options, plan, reporter, infra_config, endpoints, started)
+        _start_console(run)
         _start_consumer(run)
         _start_agents(run, options, plan)
         _start_real_replica(run)
@@ -267,6 +271,51 @@ def _child_env(
         for name, value in dataclasses.asdict(config).items():
             env[env_name(name)] = "" if value is None else str(value)
     return env
+
+
+def _start_console(run: DemoRun) -> None:
+    """``serve``, the read-only HTTP API and its web console, on a free loopback port: it
+    reads the demo's Redis (and Kafka, for the lag) with the children's settings, and is
+    stopped with them."""
+    run.phase = "starting the console (collection-manager serve)"
+    address = _loopback_address()
+    run.serve = run.children.spawn("serve", ["serve"], {"CM_HTTP_ADDRESS": address})
+    url = f"http://{address}"
+    run.listeners["serve"] = url
+    run.wait_for(lambda: _answers(url + "/healthz"), "the console's first answer")
+    run.console = url + "/"
+    run.event(f"console: open {run.console} (serve, pid {run.serve.pid}): the fleet live")
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+def _check_console(run: DemoRun, plan: Plan) -> None:
+    """The console's page is served, and the API it reads lists every survivor.
+
+    Raises:
+        DemoError: when either does not answer, or the survivors are not listed.
+    """
+    url = run.listeners["serve"]
+    try:
+        with urllib.request.urlopen(url + "/", timeout=5) as reply:
+            page = reply.read().decode()
+        with urllib.request.urlopen(url + "/api/v1/replicas", timeout=5) as reply:
+            answer = json.loads(reply.read())
+        shown = {replica["replica_id"] for replica in answer["replicas"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DemoError(f"the console at {url} did not answer: {exc!r}") from exc
+    if "console.js" not in page:
+        raise DemoError(f"the console at {url}/ is not the console's page")
+    missing = set(plan.survivors) - shown
+    if missing:
+        raise DemoError(f"the console's {url}/api/v1/replicas lacks {sorted(missing)}")
+    run.event(f"console: its page and the fleet's {len(shown)} live replicas answered")
 
 
 def _start_consumer(run: DemoRun) -> None:
@@ -408,6 +457,7 @@ def _stop_thread(stop: threading.Event, thread: threading.Thread) -> None:
 def _verdict(run: DemoRun, plan: Plan) -> DemoResult:
     _scrape_listeners(run, ["consumer", "controller", *plan.survivors])
     _check_real_replica(run)
+    _check_console(run, plan)
     stored = run.observer.replica_rows(plan.fates)
     held = {replica: load_state(run.children.state_file(replica)) for replica in plan.survivors}
     verification = verify(stored, held, [plan.removed, plan.killed])
