@@ -6,8 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
+import redis as redis_lib
 
 from collection_manager import console
+from collection_manager.config import HttpConfig
+from collection_manager.http.api import Api
+from collection_manager.http.context import Sources
+from collection_manager.http.exchange import Request
+from collection_manager.observability.health import Health
 
 
 def test_the_page_and_its_files_are_served_with_their_types() -> None:
@@ -47,3 +53,30 @@ def test_the_page_loads_nothing_from_outside() -> None:
         asset = console.asset("/" + name)
         assert asset is not None
         assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", asset.body.decode()), name
+
+
+def _api(token: str | None = None) -> Api:
+    sources = Sources(redis_lib.Redis(), "redis://127.0.0.1:1", None, "t", "ns")  # never used
+    return Api(sources, HttpConfig(http_token=token), Health())
+
+
+def test_serve_answers_the_console_without_a_token_and_its_reads_with_one() -> None:
+    api = _api(token="s3cret")
+
+    page = api.answer(Request("GET", "/"))
+    script = api.answer(Request("HEAD", "/console.js"))
+    other = api.answer(Request("GET", "/secrets.txt"))
+    read = api.answer(Request("GET", "/api/v1/replicas"))
+
+    assert (page.status, page.content_type, page.route) == (
+        200,
+        "text/html; charset=utf-8",
+        "console",
+    )
+    index = console.asset("/")
+    assert index is not None and page.body == index.body
+    assert page.headers["Cache-Control"] == "no-cache"
+    assert (script.status, script.content_type) == (200, "text/javascript; charset=utf-8")
+    assert other.status == 401  # not the console's: the API's rules, the token first
+    assert read.status == 401
+    assert api.answer(Request("POST", "/")).status == 405  # read-only, the page too
