@@ -1,0 +1,123 @@
+"""A race the chaos run found (``test_chaos.py``, seed 3320670385 in ``make test-slow``):
+a removal of a replica's old incarnation that began before the replica was added again,
+and whose deletes reach the topic after the new incarnation's first appends, retracts the
+new incarnation's rows, while the new incarnation stays active and its agent holds them.
+
+Two controllers share a namespace as ``controller run`` and ``replica run`` do: the lease
+loop starts removing epoch 1 (a member left ``removing``, or a lease that ended), and its
+deletes are held up on their way to the broker (a partition leader moving); meanwhile the
+agent starts again, and its ``add_replica`` removes epoch 1 itself and adds epoch 2, which
+appends. Then the lease loop's deletes arrive: ``Delete(replica_id = r, fence = (r, 1))``
+behind epoch 2's append. The fence drops nothing of epoch 2, but the delete retracts every
+row of ``r``. Here the producers are fakes that keep the topic's order in a list, and the
+model (``collection_manager/testing/model.py``: the design's semantics, which Redis
+follows) reads it.
+
+Expected to fail until the fix: e.g. a fenced delete that retracts nothing once a newer
+epoch of its replica appended to its collection (its old rows are gone then: the add's own
+removal came first in that partition).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+import pytest
+import redis as redis_lib
+
+from collection_manager.config import ReplicaConfig
+from collection_manager.control.controller import Controller
+from collection_manager.control.members import REMOVING
+from collection_manager.core.requests import Append, Request
+from collection_manager.storage.store import RedisStore
+from collection_manager.testing.model import ModelStore
+from schemas.codec import decode_request
+from schemas.introspection import introspection_specs
+from tests.support import assert_eventually
+
+
+@dataclasses.dataclass
+class _Delivered:
+    failed: int = 0
+
+
+class _Broker:
+    """The topic, as the order in which requests arrive."""
+
+    def __init__(self) -> None:
+        self.log: list[Request] = []
+        self._lock = threading.Lock()
+
+    def producer(self, held: threading.Event | None = None) -> Any:
+        broker = self
+
+        class Producer:
+            """Delivers at ``flush``, once ``held`` (if any) is set."""
+
+            def __init__(self) -> None:
+                self._queued: list[bytes] = []
+
+            def produce(self, _topic: str, _key: bytes, value: bytes, **_: Any) -> None:
+                self._queued.append(value)
+
+            def flush(self, _timeout: float = 0) -> int:
+                if held is not None:
+                    held.wait(30)
+                with broker._lock:
+                    broker.log.extend(decode_request(value) for value in self._queued)
+                self._queued.clear()
+                return 0
+
+            def stats(self) -> _Delivered:
+                return _Delivered()
+
+            def close(self, _timeout: float = 0) -> int:
+                return 0
+
+        return Producer()
+
+    def append(self, request: Request) -> None:
+        with self._lock:
+            self.log.append(request)
+
+
+@pytest.mark.xfail(strict=True, reason="a late removal retracts a re-added incarnation's rows")
+def test_a_removal_delivered_after_the_re_added_incarnation_appended_leaves_its_rows(
+    redis: redis_lib.Redis, unique: str
+) -> None:
+    config = ReplicaConfig(replica_namespace=f"cm:replicas:{unique}", collection_suffix=unique)
+    specs = [dataclasses.replace(s, name=s.name + unique) for s in introspection_specs()]
+    store = RedisStore(redis)
+    for spec in specs:
+        store.create_collection(spec)
+    frontiers = next(s for s in specs if s.name.startswith("compute_frontiers"))
+    broker, held = _Broker(), threading.Event()
+    lease_loop = Controller(broker.producer(held), redis, "t", config)
+    agent = Controller(broker.producer(), redis, "t", config)
+
+    def row(epoch: int) -> Append:
+        return Append(frontiers.name, "r", epoch, ((("r", "e", 0, epoch), 1),), produced_at=0)
+
+    assert agent.add_replica("r") == 1
+    broker.append(row(1))
+    removal = threading.Thread(target=lease_loop.remove_replica, args=("r", "lease ended", 1))
+    removal.start()
+    try:
+
+        def removing() -> None:
+            member = agent.member("r")
+            assert member is not None and member.state == REMOVING
+
+        assert_eventually(removing, 30)
+        assert agent.add_replica("r") == 2  # the agent started again
+        broker.append(row(2))
+    finally:
+        held.set()  # the lease loop's deletes arrive
+        removal.join(30)
+
+    assert agent.is_current("r", 2)
+    model = ModelStore(specs)
+    model.apply_all(broker.log)
+    assert model.collection(frontiers.name).snapshot()[0] == {("r", "e", 0, 2): 1}
