@@ -125,7 +125,10 @@ function renderFleet() {
   const names = fleetCollections();
   const head = $("replicas").tHead.rows[0];
   while (head.cells.length > 5) head.deleteCell(5);
-  for (const name of names) head.appendChild(el("th", name, "num"));
+  for (const name of names) {
+    const th = head.appendChild(el("th", name, "num"));
+    th.title = `the replica's rows in ${name}`;
+  }
   const body = $("replicas").tBodies[0];
   body.replaceChildren();
   for (const replica of state.replicas) {
