@@ -47,7 +47,7 @@ QUICK_LOAD = ("--duration=3", "--updates=100", "--keys=500")  # the Spark benchm
 
 # Pure and Redis-only benchmarks first; those that start Spark last. The full scale took
 # about 18 minutes on 2 cores, under the 20-minute budget (issues 19 and 32), before the
-# buckets benchmark added about 5 (issue 41): capacity about 6, buckets about 5, reader
+# buckets benchmark added about 4 (issue 41): capacity about 6, buckets about 4, reader
 # latency and row scale (each to ten million rows) about 3 each, the batch breakdown and the
 # Spark scale curves 1 to 2 each, the rest about a minute each.
 PLAN = (
@@ -113,7 +113,7 @@ PLAN = (
     ),
     # One collection of 1 (the baseline), 4 and 16 buckets, and of 16 again with grouped
     # requests, on a Redis Cluster of three primaries, 30 s of load each after a seed, in
-    # one Spark session: about 5 minutes.
+    # one Spark session: about 4 minutes.
     Bench(
         "buckets",
         (),
