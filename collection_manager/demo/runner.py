@@ -53,6 +53,7 @@ from collection_manager.kafka.security import from_environment
 from collection_manager.observability.endpoint import Endpoint
 from collection_manager.observability.health import Health, recent
 from collection_manager.storage.client import redis_client
+from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
 from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
 from producers.agent import load_state
@@ -151,7 +152,7 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         _start_consumer(run)
         _start_agents(run, options, plan)
         _start_real_replica(run)
-        _start_lease_loop(run, stack)
+        _start_lease_loop(run, stack, endpoints.redis_url)
         run.play()
         return _verdict(run, plan)
 
@@ -296,10 +297,11 @@ def _answers(url: str) -> bool:
 
 
 def _check_console(run: DemoRun, plan: Plan) -> None:
-    """The console's page is served, and the API it reads lists every survivor.
+    """The console's page is served, and the API it reads lists every survivor and shows
+    the consumer and the controller running.
 
     Raises:
-        DemoError: when either does not answer, or the survivors are not listed.
+        DemoError: when one does not answer, or says otherwise.
     """
     url = run.listeners["serve"]
     try:
@@ -308,6 +310,9 @@ def _check_console(run: DemoRun, plan: Plan) -> None:
         with urllib.request.urlopen(url + "/api/v1/replicas", timeout=5) as reply:
             answer = json.loads(reply.read())
         shown = {replica["replica_id"] for replica in answer["replicas"]}
+        with urllib.request.urlopen(url + "/api/v1/status", timeout=10) as reply:
+            status = json.loads(reply.read())
+        states = {kind: status[kind]["state"] for kind in ("consumer", "controller")}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DemoError(f"the console at {url} did not answer: {exc!r}") from exc
     if "console.js" not in page:
@@ -315,7 +320,12 @@ def _check_console(run: DemoRun, plan: Plan) -> None:
     missing = set(plan.survivors) - shown
     if missing:
         raise DemoError(f"the console's {url}/api/v1/replicas lacks {sorted(missing)}")
-    run.event(f"console: its page and the fleet's {len(shown)} live replicas answered")
+    if set(states.values()) != {"running"}:
+        raise DemoError(f"the console's {url}/api/v1/status shows {states}")
+    run.event(
+        f"console: its page, the fleet's {len(shown)} live replicas and the consumer and "
+        "controller running answered"
+    )
 
 
 def _start_consumer(run: DemoRun) -> None:
@@ -385,8 +395,9 @@ def _narrated_not_logged(stack: contextlib.ExitStack, name: str) -> None:
     logger.setLevel(logging.ERROR)
 
 
-def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
-    """The controller's lease loop, in a thread until the demo ends.
+def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack, redis_url: str) -> None:
+    """The controller's lease loop, in a thread until the demo ends, with the heartbeat
+    ``controller run`` keeps (``status`` and the console show the controller running).
 
     Started once every heartbeat reaches the controller, so that no replica's lease runs
     out while the consumer was still starting.
@@ -404,6 +415,13 @@ def _start_lease_loop(run: DemoRun, stack: contextlib.ExitStack) -> None:
     )
     loop.start()
     stack.callback(_stop_thread, stop, loop)
+    heartbeat = Heartbeat(
+        redis_url,
+        CONTROLLER,
+        run.controller.config.replica_namespace,
+        lambda: {"last_check_ms": run.controller.last_check_ms},
+    )
+    stack.callback(heartbeat.start().stop)
     # The demo is the controller's process: it serves the controller's metrics.
     endpoint = Endpoint(
         _loopback_address(), "the demo's controller listener", controller_metrics.REGISTRY, health

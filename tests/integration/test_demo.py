@@ -56,4 +56,4 @@ def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
         assert answered and answered[0].endswith("/readyz says ok"), log
     # The console's URL came first, and at the end it served its page and the fleet.
     assert events[0].startswith("console: open http://127.0.0.1:"), log
-    assert any(e.startswith("console: its page and the fleet's") for e in events), log
+    assert any(e.startswith("console: its page, the fleet's") for e in events), log
