@@ -28,6 +28,23 @@ CATCH_UP_TIMEOUT_S = 600.0
 EXAMPLES = 10  # mismatches described in full; the rest only counted
 
 
+@dataclasses.dataclass(frozen=True)
+class LateRemoval:
+    """A fenced delete applied after an append of a newer epoch of its replica."""
+
+    offset: int
+    collection: str
+    replica_id: str
+    fenced: int  # the epoch it removes
+    appended: int  # the newer epoch whose rows it retracts
+
+    def __str__(self) -> str:
+        return (
+            f"offset {self.offset}: {self.collection}: delete fenced at epoch {self.fenced} "
+            f"of {self.replica_id} after appends of its epoch {self.appended}"
+        )
+
+
 @dataclasses.dataclass
 class Verdict:
     """What was compared, and every mismatch by kind (none is the only good outcome)."""
@@ -40,9 +57,12 @@ class Verdict:
     epochs: int = 0  # ReplicaAdded epochs checked
     mismatches: Counter[str] = dataclasses.field(default_factory=Counter)
     examples: list[str] = dataclasses.field(default_factory=list)
-    # Not a mismatch of its own but a cause of some: a removal of an older incarnation
-    # applied after a newer one published (its delete retracts the newer one's rows).
-    late_removals: list[str] = dataclasses.field(default_factory=list)
+    # Removals of an older incarnation applied after a newer one appended: each retracts
+    # the newer one's rows in its collection (the race of test_late_removal.py).
+    late_removals: list[LateRemoval] = dataclasses.field(default_factory=list)
+    # Rows of a live agent that such a removal retracted: that race, not counted in total
+    # while it is not fixed (test_late_removal.py, a strict xfail, says when it is).
+    known: Counter[str] = dataclasses.field(default_factory=Counter)
 
     @property
     def total(self) -> int:
@@ -62,12 +82,11 @@ class Verdict:
             f"mismatches: {self.total}"
             + "".join(f"\n  {kind}: {n}" for kind, n in sorted(self.mismatches.items())),
             *(f"  e.g. {example}" for example in self.examples),
-            *(
-                [f"removals applied after a newer incarnation published: {len(self.late_removals)}"]
-                if self.late_removals
-                else []
-            ),
+            f"removals applied after a newer incarnation appended: {len(self.late_removals)}"
+            f" (the race of test_late_removal.py); the live agents' rows they retracted: "
+            f"{sum(self.known.values())}",
             *(f"  {late}" for late in self.late_removals[:EXAMPLES]),
+            *(f"  {where}: {n} rows" for where, n in sorted(self.known.items())),
         ]
 
 
@@ -78,7 +97,7 @@ def judge(
     specs: Sequence[CollectionSpec],
     quiet: Collection[str],
     fleet: Sequence[CollectionSpec],
-    live: Mapping[str, Path],
+    live: Mapping[str, tuple[Path, int]],
     removed: Collection[str],
 ) -> Verdict:
     """Reads the topic, waits until the consumer counts all of it done, and compares.
@@ -88,7 +107,7 @@ def judge(
         quiet: those no request changes any more: their counters are compared too (the
             others still get the agents' TTL refreshes, which change no contents).
         fleet: the agents' collections.
-        live: replica id -> the state file of its running agent.
+        live: replica id -> the state file and epoch of its running agent.
         removed: replica ids removed for good: none of their rows may be left.
     """
     partitions = partitions_in_order(kafka, topic)
@@ -156,10 +175,11 @@ def _against_the_agents(
     verdict: Verdict,
     store: RedisStore,
     fleet: Sequence[CollectionSpec],
-    live: Mapping[str, Path],
+    live: Mapping[str, tuple[Path, int]],
     removed: Collection[str],
 ) -> None:
-    for replica_id, state_file in sorted(live.items()):
+    retracted_late = {(x.collection, x.replica_id, x.appended) for x in verdict.late_removals}
+    for replica_id, (state_file, epoch) in sorted(live.items()):
         held = load_state(state_file)
         verdict.agents += 1
         for spec in fleet:
@@ -167,6 +187,9 @@ def _against_the_agents(
             verdict.agent_rows += sum(1 for n in mine.values() if n)
             stored = store.snapshot(spec.name, eq("replica_id", replica_id)).rows
             differing = _differing(stored, mine)
+            if differing and (spec.name, replica_id, epoch) in retracted_late:
+                verdict.known[f"{spec.name}, replica {replica_id} epoch {epoch}"] += differing
+                continue
             verdict.mismatch(
                 "rows differing from a live agent's",
                 differing,
@@ -198,7 +221,7 @@ def _epochs_once(verdict: Verdict, requests: Sequence[Request]) -> None:
         )
 
 
-def _late_removals(partition: Sequence[tuple[int, Request]]) -> list[str]:
+def _late_removals(partition: Sequence[tuple[int, Request]]) -> list[LateRemoval]:
     """The fenced deletes of ``partition`` that follow, in its order, an append of a newer
     epoch of their replica to their collection."""
     newest: dict[tuple[str, str], int] = {}
@@ -212,7 +235,6 @@ def _late_removals(partition: Sequence[tuple[int, Request]]) -> list[str]:
             appended = newest.get((request.collection, fence.replica_id), 0)
             if appended > fence.epoch:
                 late.append(
-                    f"offset {offset}: {request.collection}: delete fenced at epoch "
-                    f"{fence.epoch} of {fence.replica_id} after appends of its epoch {appended}"
+                    LateRemoval(offset, request.collection, fence.replica_id, fence.epoch, appended)
                 )
     return late

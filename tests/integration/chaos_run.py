@@ -235,10 +235,11 @@ def run_chaos(seed: int, seconds: float, folder: Path, replica_acks: int = REPLI
 
 def _settle(
     deployment: Deployment, supervisor: _Loop, problems: list[str]
-) -> tuple[dict[str, Path], set[str]]:
+) -> tuple[dict[str, tuple[Path, int]], set[str]]:
     """Waits until every agent published its last change and the controller's records
     agree with the processes; then stops the controller, so that membership stands still
-    while the verdict reads. Returns the live agents' state files and the removed ids."""
+    while the verdict reads. Returns the live agents' state files and epochs, and the
+    removed ids."""
 
     def settled() -> None:
         agents = deployment.snapshot()
@@ -264,8 +265,10 @@ def _settle(
     live = {}
     for agent in deployment.snapshot():
         member = members.get(agent.replica_id, {})
-        if agent.running() and member.get("state") == "active":
-            live[agent.replica_id] = agent.state_file
+        epoch = agent.epoch()
+        current = (member.get("state"), member.get("epoch")) == ("active", epoch)
+        if agent.running() and epoch and current:
+            live[agent.replica_id] = (agent.state_file, epoch)
         else:
             problems.append(f"agent {agent.replica_id} stopped while the run settled: {member}")
     removed = {i for i, m in members.items() if m["state"] == "removed" and i not in live}
