@@ -10,8 +10,8 @@ bounded (one more is closed at once), each socket has a timeout (a client that s
 reads nothing for ``CM_HTTP_REQUEST_TIMEOUT_S`` is dropped), and a TLS handshake runs in
 the connection's thread, never in the one that accepts.
 
-Nothing is written to the log per request but at DEBUG; a failure is one line, never a
-traceback (``handle_error``).
+Each request is one line of the log at INFO (``-v``): method, path without its query,
+status, time; a failure is one line, never a traceback (``handle_error``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ SPARE_CONNECTIONS = 64
 MAX_LINE = 65536
 # How often the accept loop goes round (and tells the health that it does).
 POLL_S = 0.5
+# The methods metrics and logs name; any other is "other" (a label a client cannot grow).
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # What a client that went away looks like while its answer is written.
 _GONE = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
 
@@ -98,10 +100,11 @@ class _Handler(BaseHTTPRequestHandler):
                 close()  # a stream's generator: its own clean-up runs now
             if answer.finished is not None:
                 answer.finished()
-            metrics.REQUESTS.labels(answer.route, self.command[:10], str(answer.status)).inc()
-            logger.debug(
+            method = self.command if self.command in _METHODS else "other"
+            metrics.REQUESTS.labels(answer.route, method, str(answer.status)).inc()
+            logger.info(
                 "%s %s %d %.0f ms",
-                self.command[:10],
+                method,
                 path[:200],
                 answer.status,
                 (time.monotonic() - arrived) * 1000,
@@ -171,7 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # the request's one line is _serve's, at DEBUG
+        pass  # the request's one line is _serve's
 
 
 class ApiServer(ThreadingHTTPServer):
