@@ -135,6 +135,11 @@ _TABLE_IDS = """() => {
 }"""
 
 
+# The table's replica_ids when it holds rows, every one of ``replica``'s; else false.
+_ONLY = f"""(replica) => {{ const ids = ({_TABLE_IDS})();
+  return ids && ids.length > 0 && ids.every((id) => id === replica) && ids; }}"""
+
+
 def test_the_console_shows_the_fleet_its_rows_and_changes_live(
     kafka: str,
     spark: Any,
@@ -252,23 +257,18 @@ def _check_console(
     )
     assert page.inner_text("#as-of").startswith("as of time "), page.inner_text("#as-of")
     _rows_of(page, survivor)
-    narrowed = _wait(
-        page,
-        f"""() => {{ const ids = ({_TABLE_IDS})();
-          return ids && ids.length > 0 && ids.every((id) => id === "{survivor}") && ids; }}""",
-    )
+    narrowed = _wait(page, _ONLY, survivor)
     assert 0 < len(narrowed) < len(ids)
 
     # The feed: a change the agent publishes now appears without a reload.
     page.wait_for_selector('#feed-state[data-state="live"]')
-    shown = page.locator("#changes li").count()
+    page.evaluate("""() => document.querySelectorAll("#changes li")
+      .forEach((li) => { li.dataset.before = "yes"; })""")
     _wait(
         page,
-        """([replica, shown]) => {
-          const items = [...document.querySelectorAll("#changes li")];
-          return items.length > shown && items.some((li) => li.textContent.includes(replica));
-        }""",
-        [survivor, shown],
+        """(replica) => [...document.querySelectorAll("#changes li:not([data-before])")]
+          .some((li) => li.textContent.includes(`replica_id=${replica} `))""",
+        survivor,
     )
     assert page.evaluate("() => window.loadedOnce") is True
 
@@ -284,19 +284,19 @@ def _check_console(
     # SIGKILL: the replica turns stopped (its rows still there), then at its lease's
     # expiry the controller removes it and its rows go.
     _rows_of(page, killed)
-    _wait(page, f"() => ({_TABLE_IDS})()?.length > 0")
+    _wait(page, _ONLY, killed)
     _kill(agents[killed])
     seen = _wait(
         page,
-        """(replica) => {
-          const row = document.querySelector(`#replicas tr[data-replica="${replica}"]`);
-          const rows = Number(document.getElementById("rows").dataset.rows || 0);
+        f"""(replica) => {{
+          const row = document.querySelector(`#replicas tr[data-replica="${{replica}}"]`);
+          const rows = ({_ONLY})(replica);
           const lease = row && row.cells[3].textContent;
-          return row && row.dataset.state === "stopped" && {rows, lease};
-        }""",
+          return row && row.dataset.state === "stopped" && {{rows, lease}};
+        }}""",
         killed,
     )
-    assert seen["rows"] > 0, seen  # stopped, not yet removed: its rows are still there
+    assert seen["rows"], seen  # stopped, not yet removed: its rows are still there
     page.screenshot(path=shots / "stopped.png", full_page=True)  # for whoever looks
     _wait(
         page,
