@@ -94,15 +94,22 @@ def sse_event(kind: str, event_id: str | None, data: Any) -> bytes:
     return f"{head}event: {kind}\ndata: {body}\n\n".encode()
 
 
-def trimmed_past(client: Any, spec: CollectionSpec, position: Position) -> str | None:
+def trimmed_past(
+    client: Any, spec: CollectionSpec, position: Position, moved: Cut | None = None
+) -> str | None:
     """Why the change log no longer holds every change after ``position``, or None when it
-    does (of a bucketed collection: every bucket's log after its time in the cut)."""
+    does (of a bucketed collection: every bucket's log after its time in the cut; with
+    ``moved``, the cut a read reached, only the buckets it moved: a log is trimmed only as
+    entries are added, and a bucket that did not move is checked once it does).
+    """
     if isinstance(position, int):
         trimmed = ChangeLog(client, spec.name).trimmed_through()
         if trimmed > position:
             return f"the change log of {spec.name} was trimmed through time {trimmed}"
         return None
     for bucket, unit in enumerate(spec.units()):
+        if moved is not None and moved.times[bucket] <= position.times[bucket]:
+            continue
         trimmed = ChangeLog(client, unit.name).trimmed_through()
         if trimmed > position.times[bucket]:
             return f"the change log of {spec.name}'s bucket {bucket} was trimmed through {trimmed}"
@@ -267,7 +274,7 @@ class Feed:
             assert isinstance(self.position, Cut)
             since = self.position
             found = at_least(store.tail_buckets(self._spec.name, since, EVENT_CHANGES), since)
-            why = trimmed_past(self._call.sources.client, self._spec, since)
+            why = trimmed_past(self._call.sources.client, self._spec, since, found.cut)
             if why is not None:
                 raise FeedEnded(_log_trimmed(why, since, None))
             self.position = found.cut
