@@ -103,6 +103,23 @@ PLAN = (
     ),
     # A million rows loaded (about 15 s), then read through Spark SQL: about a minute.
     Bench("sql_read", ("--repeats", "2"), ("--rows", "20000", "--repeats", "1"), timeout_s=480),
+    # serve against query and the store: a million rows loaded (about 15 s) and read whole
+    # as Arrow and NDJSON twice each and by query once, 50 point readers for 8 s three
+    # times, then the real consumer (its own process) and a change stream for 15 s: about
+    # 3 minutes on an idle machine.
+    Bench(
+        "http_reads",
+        (),
+        (
+            "--rows=20000",
+            "--repeats=1",
+            "--point-s=2",
+            "--feed-s=3",
+            "--feed-rate=10",
+            "--feed-warmup=3",
+        ),
+        timeout_s=900,
+    ),
     # The plain loop, then Spark at the old and the new default trigger, 10 s of 10,000
     # updates/s each, then each idle for 6 s, in one Spark session: about 90 s.
     Bench(

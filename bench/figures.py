@@ -17,6 +17,7 @@ from bench.breakdown_figures import batch_breakdown
 from bench.bucket_figures import buckets
 from bench.climbs import climbs
 from bench.figure import Figure, Result
+from bench.http_figures import http_reads
 from bench.reader_figures import reader_latency
 from bench.scale_figures import fleet_scale, row_scale, spark_scale
 
@@ -476,6 +477,7 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "spark_scale": spark_scale,
     "batch_breakdown": batch_breakdown,
     "buckets": buckets,
+    "http_reads": http_reads,
 }
 
 
