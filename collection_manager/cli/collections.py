@@ -62,6 +62,7 @@ from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.reading.rows import as_object, query_json, sorted_rows
+from collection_manager.reading.status import columns_json
 from collection_manager.storage.client import (
     READ_TIMEOUT_S,
     any_node_answers,
@@ -523,15 +524,7 @@ def describe_json(info: CollectionInfo) -> dict[str, Any]:
         "name": spec.name,
         "rows": info.rows,
         "time": info.time,
-        "columns": [
-            {
-                "name": c.name,
-                "type": c.type,
-                "nullable": c.nullable,
-                "indexed": c.name in spec.indexed_columns,
-            }
-            for c in spec.columns
-        ],
+        "columns": columns_json(spec),
         "counters": info.counters,
         "ttl": {"rows": info.ttl_rows, "next_expiry": info.next_expiry},
         "row_schema": spec.row_schema,

@@ -10,7 +10,12 @@ from collection_manager.core.names import check_collection_name
 from collection_manager.http.context import Call
 from collection_manager.http.exchange import Answer, Request, json_answer
 from collection_manager.http.params import Query
-from collection_manager.reading.status import CollectionInfo, collection_info, collection_infos
+from collection_manager.reading.status import (
+    CollectionInfo,
+    collection_info,
+    collection_infos,
+    columns_json,
+)
 
 
 def collection_json(info: CollectionInfo) -> dict[str, Any]:
@@ -22,15 +27,7 @@ def collection_json(info: CollectionInfo) -> dict[str, Any]:
         "name": spec.name,
         "rows": info.rows,
         "time": info.time,
-        "columns": [
-            {
-                "name": c.name,
-                "type": c.type,
-                "nullable": c.nullable,
-                "indexed": c.name in spec.indexed_columns,
-            }
-            for c in spec.columns
-        ],
+        "columns": columns_json(spec),
         "indexed_columns": list(spec.indexed_columns),
         "buckets": spec.buckets,
         "bucket_column": spec.bucket_column if spec.buckets > 1 else None,

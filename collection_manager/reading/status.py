@@ -88,6 +88,20 @@ def collection_info(store: RedisStore, name: str) -> CollectionInfo:
     return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
 
 
+def columns_json(spec: CollectionSpec) -> list[dict[str, Any]]:
+    """Each column's ``{"name", "type", "nullable", "indexed"}``, as ``describe`` and the
+    HTTP API show them."""
+    return [
+        {
+            "name": c.name,
+            "type": c.type,
+            "nullable": c.nullable,
+            "indexed": c.name in spec.indexed_columns,
+        }
+        for c in spec.columns
+    ]
+
+
 def buckets_json(info: CollectionInfo) -> dict[str, Any]:
     """A bucketed collection's ``{"buckets": N, "bucket_column", "bucket_rows": [{"bucket",
     "rows", "time"}]}``; nothing for an unbucketed one, whose JSON stays as it was."""
