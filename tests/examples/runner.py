@@ -119,6 +119,10 @@ def stop_group(process: subprocess.Popen[Any]) -> None:
         # The leader is reaped by now, so a group that still answers has live members.
         while _signal_group(process.pid, 0) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
+        if not _signal_group(process.pid, 0):
+            # Gone: its number is free, and the next process to lead a group with it (a
+            # service another test started in its own session) must not get the SIGKILL.
+            break
     process.wait()
 
 
