@@ -70,6 +70,13 @@ def unit_name(collection: str, bucket: int | None) -> str:
     return collection if bucket is None else f"{collection}{SEPARATOR}{bucket}"
 
 
+def unit_names(collection: str, buckets: int) -> list[str]:
+    """The storage units of a collection of ``buckets`` buckets: itself, or each bucket."""
+    if buckets <= 1:
+        return [collection]
+    return [unit_name(collection, bucket) for bucket in range(buckets)]
+
+
 def bucket_key(collection: str, bucket: int) -> str:
     """The Kafka key of every request for ``bucket`` of ``collection`` (the key rule).
 

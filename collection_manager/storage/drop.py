@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import redis
 
-from collection_manager.core.buckets import split_unit, unit_name
+from collection_manager.core.buckets import split_unit, unit_names
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import as_text
 from collection_manager.storage.keys import CATALOG, CollectionKeys, cut_key
@@ -75,7 +75,7 @@ class CollectionDrop:
             if buckets > 1:
                 self._client.hsetnx(CollectionKeys(collection).dropping, BUCKETS_FIELD, buckets)
             # Kept if a drop before this one stopped half way: its rows have that layout.
-            for unit in _units(collection, buckets):
+            for unit in unit_names(collection, buckets):
                 self._client.hsetnx(CollectionKeys(unit).dropping, "ic", indexed)
             self._client.hdel(CATALOG, collection)
         self.finish(collection)
@@ -87,7 +87,7 @@ class CollectionDrop:
         if buckets is None:
             self._finish_unit(collection)
             return
-        for unit in _units(collection, int(buckets)):
+        for unit in unit_names(collection, int(buckets)):
             self._finish_unit(unit)
         self._client.unlink(cut_key(collection), state)
 
@@ -107,9 +107,3 @@ class CollectionDrop:
                 return
             took = time.monotonic() - started
             self._pause(took * (1 - DROP_REDIS_SHARE) / DROP_REDIS_SHARE)
-
-
-def _units(collection: str, buckets: int) -> list[str]:
-    if buckets == 1:
-        return [collection]
-    return [unit_name(collection, bucket) for bucket in range(buckets)]

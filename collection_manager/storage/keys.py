@@ -14,7 +14,7 @@ import json
 
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-from collection_manager.core.buckets import MAX_BUCKETS, split_unit, unit_name
+from collection_manager.core.buckets import MAX_BUCKETS, split_unit, unit_names
 
 CATALOG = "cm:catalog"
 # Hash of a consumer's own metrics per topic: batches, dead letters, last batch, progress,
@@ -103,9 +103,7 @@ def catalog_units(name: str, record: bytes | str) -> list[str]:
         buckets = int(json.loads(record).get("buckets", 1))
     except (ValueError, AttributeError, TypeError):
         buckets = 1  # not a definition this version reads: at most its own keys exist
-    if buckets <= 1:
-        return [name]
-    return [unit_name(name, bucket) for bucket in range(buckets)]
+    return unit_names(name, buckets)
 
 
 def cut_key(collection: str) -> str:
