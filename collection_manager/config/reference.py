@@ -1,16 +1,15 @@
-"""The configuration reference of ``docs/operations.md``, rendered from the config classes.
+"""The configuration reference, ``docs/reference/settings.md``, rendered from the config classes.
 
 Every user-facing setting is a field of a config dataclass read with
 :func:`~collection_manager.config.settings.from_env`, declared with its default and a help text.
-:func:`render_reference` turns those classes into one markdown table per class; the docs
-hold that text between two marker comments, and a unit test fails when it differs.
+:func:`render_page` turns those classes into the whole page, one markdown table per class;
+a unit test fails when the page differs.
 
-Regenerate the docs after changing a setting::
+Regenerate the page after changing a setting::
 
-    .venv/bin/python -m collection_manager.config.reference --write docs/operations.md
+    .venv/bin/python -m collection_manager.config.reference --write docs/reference/settings.md
 
-``--check FILE`` exits 1 when the reference in ``FILE`` is out of date; without options the
-reference is printed.
+``--check FILE`` exits 1 when ``FILE`` is out of date; without options the page is printed.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from collection_manager.config import (
     SparkConfig,
     env_name,
 )
-from collection_manager.core.errors import CollectionManagerError
 
 # The classes whose fields are CM_* settings, in the order the reference shows them.
 # Plain dataclasses built in code (AgentConfig, ProducerConfig) are not settings.
@@ -46,9 +44,18 @@ CONFIG_CLASSES: tuple[type[Any], ...] = (
     HttpConfig,
 )
 
-START_MARKER = "<!-- config-reference:start -->"
-END_MARKER = "<!-- config-reference:end -->"
-REGENERATE = "python -m collection_manager.config.reference --write docs/operations.md"
+PAGE = "docs/reference/settings.md"
+REGENERATE = f"python -m collection_manager.config.reference --write {PAGE}"
+
+_INTRO = """\
+# Settings
+
+Every setting is an environment variable `CM_<FIELD>`, read when a command starts; an unset
+variable keeps the default. Booleans accept `1`/`true`/`yes` and `0`/`false`/`no`; an empty
+value unsets an optional setting; `~` in a path is expanded. Defaults under `~` follow
+`XDG_CACHE_HOME` and `XDG_STATE_HOME` when those are set. This page is generated from
+`collection_manager/config/settings.py`; a unit test fails when it differs.
+"""
 
 # Defaults computed from the environment (the home directory, XDG_* variables) are
 # evaluated for this home and no XDG_* variables, then shown under ``~``, so the reference
@@ -133,7 +140,7 @@ def help_text(field: dataclasses.Field[Any]) -> str:
 
 def _section(cls: type[Any], home: Path) -> list[str]:
     hints = typing.get_type_hints(cls)
-    lines = [f"### `{cls.__name__}`", ""]
+    lines = [f"## `{cls.__name__}`", ""]
     if cls.__doc__:
         lines += [cls.__doc__.strip().splitlines()[0], ""]
     lines += ["| Variable | Type | Default | Description |", "| --- | --- | --- | --- |"]
@@ -149,75 +156,42 @@ def _section(cls: type[Any], home: Path) -> list[str]:
 
 
 def render_reference(classes: Sequence[type[Any]] = CONFIG_CLASSES) -> str:
-    """The markdown reference of ``classes``: one table per class, in order.
+    """The markdown tables of ``classes``: one per class, in order.
 
     The same on every machine: it depends on the classes only, not on the environment.
     """
-    lines = [
-        f"<!-- Generated from collection_manager/config/settings.py by `{REGENERATE}`; "
-        "do not edit by hand. -->"
-    ]
+    lines: list[str] = []
     with _reference_environment() as home:
         for cls in classes:
             lines += ["", *_section(cls, home)]
-    # The blank line ends the last table before the end marker.
-    return "\n".join(lines) + "\n\n"
+    return "\n".join(lines) + "\n"
 
 
-def _bounds(document: str, markers: tuple[str, str]) -> tuple[int, int]:
-    begin, finish = markers
-    start = document.find(begin)
-    end = document.find(finish)
-    if start < 0 or end < start:
-        raise CollectionManagerError(
-            f"the document has no {begin} ... {finish} section, in that order"
-        )
-    return start + len(begin), end
-
-
-def extract_reference(document: str, markers: tuple[str, str] = (START_MARKER, END_MARKER)) -> str:
-    """The text between the markers, without the newline after the start marker.
-
-    Raises:
-        CollectionManagerError: when the markers are missing or out of order.
-    """
-    start, end = _bounds(document, markers)
-    return document[start:end].removeprefix("\n")
-
-
-def replace_reference(
-    document: str, reference: str, markers: tuple[str, str] = (START_MARKER, END_MARKER)
-) -> str:
-    """``document`` with the text between the markers replaced by ``reference``.
-
-    Raises:
-        CollectionManagerError: when the markers are missing or out of order.
-    """
-    start, end = _bounds(document, markers)
-    return document[:start] + "\n" + reference + document[end:]
+def render_page(classes: Sequence[type[Any]] = CONFIG_CLASSES) -> str:
+    """The whole page: the generated-page mark, the title and rules, then the tables."""
+    return f"<!-- generated by {REGENERATE}; do not edit -->\n\n{_INTRO}{render_reference(classes)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Prints the reference, writes it into a document, or checks a document against it."""
+    """Prints the page, writes it to a file, or checks a file against it."""
     parser = argparse.ArgumentParser(
         prog="python -m collection_manager.config.reference", description=__doc__.split("\n")[0]
     )
     action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", type=Path, metavar="FILE", help="update FILE's reference")
-    action.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE's differs")
+    action.add_argument("--write", type=Path, metavar="FILE", help="write the page to FILE")
+    action.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE differs")
     args = parser.parse_args(argv)
-    reference = render_reference()
+    page = render_page()
     try:
         if args.write is not None:
-            document = args.write.read_text()
-            args.write.write_text(replace_reference(document, reference))
-        elif args.check is not None and extract_reference(args.check.read_text()) != reference:
-            sys.stderr.write(f"{args.check}: the configuration reference is out of date; run\n")
+            args.write.write_text(page)
+        elif args.check is not None and args.check.read_text() != page:
+            sys.stderr.write(f"{args.check}: the settings reference is out of date; run\n")
             sys.stderr.write(f"  {REGENERATE}\n")
             return 1
         elif args.check is None:
-            sys.stdout.write(reference)
-    except (OSError, CollectionManagerError) as exc:
+            sys.stdout.write(page)
+    except OSError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     return 0

@@ -243,10 +243,9 @@ class ConsumerConfig:
     trigger_interval_ms: int = setting(
         100,
         "Micro-batch trigger interval: a batch starts at most this often; one that takes "
-        "longer is followed by the next at once. At 10,000 updates/s, 100 ms against 500 cut "
-        "the publish-to-visible p50 from 431 to 246 ms; idle, the consumer polls Kafka five "
-        "times as often: 0.171 against 0.116 CPU s per s, every process together "
-        "(bench/batch_breakdown.py, docs/benchmarks.md).",
+        "longer is followed by the next at once. 100 rather than 500 buys a lower "
+        "publish-to-visible latency with more idle polling of Kafka (the figures of both: "
+        "docs/benchmarks.md).",
     )
     redis_replica_acks: int = setting(
         0,
