@@ -1,4 +1,4 @@
-"""The documentation's examples as tests: every code example in README.md and docs/*.md.
+"""The documentation's examples as tests: every code example in README.md and docs/**/*.md.
 
 The convention, for doc writers. Each fenced block of a language that runs (``sh``,
 ``bash``, ``shell``, ``console``, ``python``, ``py``) carries a marking on the line right

@@ -1,4 +1,4 @@
-"""The pages whose examples are tests: README.md and every docs/*.md."""
+"""The pages whose examples are tests: README.md and every docs/**/*.md."""
 
 from __future__ import annotations
 
@@ -10,8 +10,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pages(root: Path = ROOT) -> list[Path]:
-    """README.md and docs/*.md under ``root``, in a stable order."""
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """README.md and every docs/**/*.md under ``root`` (subfolders too), in a stable order:
+    by the parts of the path, so a folder's pages follow one another."""
+    docs = root / "docs"
+    return [
+        root / "README.md",
+        *sorted(docs.rglob("*.md"), key=lambda p: p.relative_to(docs).parts),
+    ]
 
 
 def documented(root: Path = ROOT) -> tuple[list[Example], list[str]]:

@@ -1,4 +1,4 @@
-"""Every runnable example of README.md and docs/*.md, run as written against the run's
+"""Every runnable example of README.md and docs/**/*.md, run as written against the run's
 services (the convention: ``tests/examples/__init__.py``).
 
 An example runs from the repo root with ``.venv/bin`` first on ``PATH``, as in a reader's

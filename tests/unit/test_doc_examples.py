@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.examples.markdown import Example, examples, parse_marking
-from tests.examples.pages import documented
+from tests.examples.pages import documented, pages
 from tests.examples.runner import problems, run
 
 PAGE = textwrap.dedent(
@@ -89,6 +89,19 @@ def test_continues_needs_a_python_run_block_before_it() -> None:
     assert examples("p.md", page)[1] == [
         "p.md:6: 'continues' needs a Python run block before it, and is one itself"
     ]
+
+
+def test_the_pages_are_readme_and_every_page_under_docs_in_a_stable_order(
+    tmp_path: Path,
+) -> None:
+    for name in ("README.md", "docs/b.md", "docs/a/z.md", "docs/a.md", "docs/a/b/c.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("# x\n")
+    (tmp_path / "docs/a/figure.png").write_bytes(b"")
+
+    found = [str(page.relative_to(tmp_path)) for page in pages(tmp_path)]
+
+    assert found == ["README.md", "docs/a/b/c.md", "docs/a/z.md", "docs/a.md", "docs/b.md"]
 
 
 def test_every_runnable_block_of_the_docs_is_marked() -> None:
