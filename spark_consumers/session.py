@@ -202,6 +202,9 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # The Python workers' daemon, without a traceback when the JVM hangs up on a
+        # worker as the consumer stops (worker_daemon.py).
+        .config("spark.python.daemon.module", "spark_consumers.worker_daemon")
         # Writes the checkpoint's offset and commit logs through Hadoop's FileSystem (a
         # temporary file, then a rename) rather than FileContext: a batch's two log writes
         # went from about 108 to 25 ms at 10,000 updates/s (bench/batch_breakdown.py).
