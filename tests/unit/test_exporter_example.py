@@ -1,4 +1,4 @@
-"""The openmetrics example of docs/operations.md takes the Redis that ``infra up`` started
+"""The openmetrics example of docs/howto/sources.md takes the Redis that ``infra up`` started
 on the port it picked, not an assumed 6379: its ``redis_url=$(...)`` line, run by a shell,
 gives the recorded URL. No services: ``infra status`` reads the record (a Redis that does
 not answer still has its address), which names this test's own process."""
@@ -18,7 +18,7 @@ RECORDED = "redis://127.0.0.1:6401/0"
 
 
 def _address_line() -> str:
-    text = (ROOT / "docs/operations.md").read_text()
+    text = (ROOT / "docs/howto/sources.md").read_text()
     block = text[text.index("prometheus-redis-exporter -redis.addr") - 1000 :]
     block = block[: block.index("prometheus-redis-exporter -redis.addr")]
     (line,) = [line for line in block.splitlines() if line.startswith("redis_url=$(")]
@@ -39,5 +39,5 @@ def test_the_exporter_example_scrapes_the_redis_of_infra_up(tmp_path: Path) -> N
         timeout=60,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, RECORDED, "")
-    text = (ROOT / "docs/operations.md").read_text()
+    text = (ROOT / "docs/howto/sources.md").read_text()
     assert "-redis.addr redis://127.0.0.1:6379" not in text

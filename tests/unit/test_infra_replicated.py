@@ -170,7 +170,8 @@ def test_status_and_down_show_and_forget_nodes_that_died(
     assert load_services(config.services_file) == {}
 
 
-# What the replicated Redis nodes run with, as operations.md and `infra up --help` name it.
+# What the replicated Redis nodes run with, as docs/howto/deploy-replicated.md and
+# `infra up --help` name it.
 REDIS_SETTINGS = (
     "appendfsync always",
     "cluster-allow-replica-migration no",
@@ -184,7 +185,7 @@ def test_the_help_the_docs_and_the_nodes_name_the_same_redis_settings(
     monkeypatch.setattr(redis_cluster, "require_redis_server", lambda: "redis-server")
     command = " ".join(replicated_node_command(Path("/data"), 7000, 17000))
     helped = str(_parser("infra", "up").description)  # as written, before wrapping
-    documented = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    documented = " ".join((ROOT / "docs" / "howto" / "deploy-replicated.md").read_text().split())
     for setting in REDIS_SETTINGS:
         assert f"--{setting}" in command
         assert setting in helped
@@ -209,7 +210,7 @@ def test_a_command_without_the_exported_settings_is_told_to_export_them(
     me = os.getpid()  # a process that runs, as a recorded node's would
     node = Service("redis-1", me, "redis://127.0.0.1:1/0", "log", "m", start_time(me))
     save_services(tmp_path / "services.json", {"redis-1": node})
-    assert main(["query", "c"]) == 1
+    assert main(["collections", "query", "c"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: no redis to use: start one with `collection-manager infra up`")
     assert 'the replicated deployment runs: export the settings `eval "$(' in err

@@ -50,7 +50,7 @@ def test_a_read_fails_at_once_when_no_node_answers(no_sleep: list[float]) -> Non
 
 
 def test_the_default_is_the_one_help_and_the_docs_name() -> None:
-    query = build_parser().parse_args(["query", "compute_frontiers"])
+    query = build_parser().parse_args(["collections", "query", "compute_frontiers"])
     assert query.timeout == READ_TIMEOUT_S
-    documented = re.search(r"`query --timeout SECONDS` \(default (\d+)\)", DOCS.read_text())
+    documented = re.search(r"query --timeout SECONDS` \(default (\d+)", DOCS.read_text())
     assert documented is not None and float(documented.group(1)) == READ_TIMEOUT_S
