@@ -1,4 +1,5 @@
-"""Cancel-to-quiet: how fast a cancelled subscribe stops loading Kafka (docs/design.md §6).
+"""Cancel-to-quiet: how fast a cancelled subscribe stops loading Kafka
+(docs/concepts/epochs-and-fences.md).
 
 A 1,000,000-row snapshot is emitted through the agent's producer wrapper to a real topic,
 one message per row, all with one key (one collection, one partition). The baseline emits

@@ -101,8 +101,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    # The workers import the product only, never the working directory (architecture.md,
-    # "Workers import the product"): these functions travel by value, not as "bench.decode".
+    # The workers import the product only, never the working directory (PYTHONSAFEPATH,
+    # spark_consumers/session.py): these functions travel by value, not as "bench.decode".
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with services() as endpoints:
         topic = f"bench-decode-{uuid.uuid4().hex[:8]}"

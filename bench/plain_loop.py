@@ -97,7 +97,8 @@ def _apply_batch(
     for partition, records in batch.items():
         start = time.perf_counter()
         decoded = decode_records(records, specs, settings.max_request_bytes)
-        # The consumer's epoch check, one round trip per partition (docs/design.md §6).
+        # The consumer's epoch check, one round trip per partition
+        # (docs/concepts/epochs-and-fences.md).
         replicas = claimed_replicas(r for _, r in decoded.requests)
         decoded = refuse_unissued(decoded, records, issued.authority(replicas))
         decoded_at = time.perf_counter()

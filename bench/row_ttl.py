@@ -9,8 +9,9 @@ Two measurements on a real Redis, each with its baseline measured in the same ru
    by this benchmark in a plain sorted set: one member per written row (the stored row
    and ``|round``,
    score its expiry), entries removed only once their own expiry passed, as an index
-   without replacement holds them. Ours must stay at one entry per row (docs/design.md
-   §8); the baseline grows to ``rounds + 1`` (while ``--ttl-ms`` exceeds the run's clock).
+   without replacement holds them. Ours must stay at one entry per row
+   (docs/concepts/ttl-and-expiration.md); the baseline grows to ``rounds + 1`` (while ``--ttl-ms``
+   exceeds the run's clock).
    Also the index's memory (``MEMORY USAGE ... SAMPLES 0``) and each refresh's time.
 2. **Expiry throughput.** At each of ``--sizes``, a collection of that many rows appended
    with a TTL, the clock moved to their expiry, and ``RedisStore.retract_due`` timed: it

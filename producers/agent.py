@@ -1,4 +1,5 @@
-"""The replica agent: introspection subscribes and heartbeats of a replica (docs/design.md §1, §6).
+"""The replica agent: introspection subscribes and heartbeats of a replica
+(docs/concepts/sources.md, docs/concepts/epochs-and-fences.md).
 
 An agent is created for a replica id and started with the epoch the controller issued
 (``Controller.add_replica``); without an epoch nothing is published. Each introspection
@@ -71,7 +72,8 @@ class AgentConfig:
         heartbeat_interval_ms: time between two heartbeats.
         batch_rows: at most this many updates per ``Append``.
         row_ttl_ms: TTL of the rows of the expiring collections; 0 for none. Each step refreshes
-            them, so they expire only once the agent is silent (docs/design.md §8).
+            them, so they expire only once the agent is silent
+            (docs/concepts/ttl-and-expiration.md).
         collection_suffix: appended to each collection name (tests use their own copies).
         producer_extra: further librdkafka options of every producer of the agent.
     """

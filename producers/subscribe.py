@@ -5,15 +5,16 @@ The subscribe publishes its source's snapshot, then its changes at a fixed inter
 collection, or for a bucketed collection the bucket each part is for (``producers/routing.py``;
 by ``replica_id``, all of one agent's rows lie in one bucket). Cancelling it
 (:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
-in the middle of a snapshot, and purges what its producer still queues (docs/design.md §6): that
+in the middle of a snapshot, and purges what its producer still queues
+(docs/concepts/epochs-and-fences.md): that
 is why each subscribe owns its producer, since a purge empties the whole producer.
 
-With a TTL (docs/design.md §8), every request carries it, and every step also names each
-current row with a zero diff: a refresh, so the rows expire only once the agent is
-silent. They go on after ``max_steps``, until cancelled. A subscribe that itself was silent
-for half its TTL (the process was stopped or starved) stops the agent: its rows may have
-expired meanwhile, and its next changes would retract rows that are gone. Its lease then
-expires and the controller removes it; a new incarnation starts from a snapshot.
+With a TTL (docs/concepts/ttl-and-expiration.md), every request carries it, and every step also
+names each current row with a zero diff: a refresh, so the rows expire only once the agent is
+silent. They go on after ``max_steps``, until cancelled. A subscribe that itself was silent for half
+its TTL (the process was stopped or starved) stops the agent: its rows may have expired meanwhile,
+and its next changes would retract rows that are gone. Its lease then expires and the controller
+removes it; a new incarnation starts from a snapshot.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Requests as bytes: Avro single-object encoding with fastavro (docs/design.md §3).
+"""Requests as bytes: Avro single-object encoding with fastavro
+(docs/concepts/requests-and-ordering.md).
 
 A message is ``C3 01``, the 8-byte little-endian CRC-64-AVRO fingerprint of the writer's
 schema, then the schemaless Avro body. The fingerprint selects the writer schema from a

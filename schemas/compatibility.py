@@ -1,6 +1,6 @@
 """Whether one Avro schema's readers can decode another's data: Avro schema resolution.
 
-The request schema must be *fully* compatible with every release's (docs/design.md §14):
+The request schema must be *fully* compatible with every release's (docs/concepts/upgrades.md):
 a consumer of one version reads the agents of the version before and of the version after
 it, so each schema must read the other's data (BACKWARD and FORWARD, as Confluent's Schema
 Registry names the two directions). ``problems`` checks one direction by the resolution

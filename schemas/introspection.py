@@ -1,7 +1,7 @@
 """The built-in introspection collections (seed 003) and their row schemas (``rows/``).
 
 Every introspection row starts with the ``replica_id`` that produced it, and that column
-is indexed, so deleting a replica's rows reads only those rows (docs/design.md §5).
+is indexed, so deleting a replica's rows reads only those rows (docs/concepts/deletes.md).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ class SchemaRegistry:
         """Registers ``writer_schema`` and writes requests that use nothing newer with it.
 
         A request for an unbucketed collection then has the bytes a 0.1.0 writer gives it,
-        so a consumer of 0.1.0 still reads the agents of this release (design §14).
+        so a consumer of 0.1.0 still reads the agents of this release (docs/concepts/upgrades.md).
         """
         self.plain = (
             self.register(writer_schema),

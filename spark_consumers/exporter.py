@@ -102,7 +102,7 @@ TIMER_RETRACTIONS = Counter(
 )
 CUT_SETTLES = Counter(
     "cm_consumer_cut_settles",
-    "Settled cuts recorded for bucketed collections (docs/design.md §10a).",
+    "Settled cuts recorded for bucketed collections (docs/concepts/buckets.md).",
     ["topic"],
     registry=REGISTRY,
 )
@@ -115,7 +115,7 @@ CUT_PARTS_TRIMMED = Counter(
 CUT_GROUPS_GIVEN_UP = Counter(
     "cm_consumer_cut_groups_given_up",
     "Requests sent to several buckets given up incomplete: a part never came within the "
-    "delivery timeout, and readers see the parts that did (docs/design.md §10a).",
+    "delivery timeout, and readers see the parts that did (docs/concepts/buckets.md).",
     ["topic"],
     registry=REGISTRY,
 )
@@ -177,7 +177,7 @@ TOPIC_RECREATIONS = Gauge(
 )
 DELETES_IN_PROGRESS = Gauge(
     "cm_consumer_deletes_in_progress",
-    "Collections with a large delete in progress (done in bounded steps; design.md §5).",
+    "Collections with a large delete in progress (in bounded steps; docs/concepts/deletes.md).",
     registry=REGISTRY,
 )
 UP = Gauge(

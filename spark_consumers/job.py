@@ -95,7 +95,7 @@ def start_consumer(
 
     Args:
         replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
-            counters decide which epochs are real (docs/design.md §6).
+            counters decide which epochs are real (docs/concepts/epochs-and-fences.md).
         batch_done: told of each batch's metrics and its time on the driver (seconds).
 
     Raises:

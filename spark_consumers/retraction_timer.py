@@ -1,8 +1,10 @@
-"""The driver's clock for temporal validity: due retractions and the expiration (§7).
+"""The driver's clock for temporal validity: due retractions and the expiration
+(docs/concepts/ttl-and-expiration.md).
 
 A consumer times only the collections its own topic wrote: another deployment's
 collections on the same Redis follow their own consumer's clocks, and a row there must not
-expire by this consumer's TTL clock while that deployment is behind or down (§8).
+expire by this consumer's TTL clock while that deployment is behind or down
+(docs/concepts/ttl-and-expiration.md).
 
 Scheduled retractions are applied on a timer, not per micro-batch, so they happen also
 when no input arrives. With an expiration offset, ``expiration = start + offset``: the
@@ -94,7 +96,8 @@ class RetractionTimer:
         ``ttl_clock_ms``: rows whose TTL expiry is at or before it go too (default: now;
         0: none). The consumer passes when its latest batch that read everything in Kafka
         began, or 0 while it is behind or meets an outage: a row's refresh may still wait in
-        Kafka, and no row expires because the pipeline itself was down (docs/design.md §8).
+        Kafka, and no row expires because the pipeline itself was down
+        (docs/concepts/ttl-and-expiration.md).
         """
         now = self.clock()
         if self.expiration is not None and now >= self.expiration:

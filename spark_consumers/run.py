@@ -284,7 +284,7 @@ def _batch_done(
 
 
 def _prepared_store(redis_url: str) -> RedisStore:
-    # This version's functions, beside those of other versions (design §14).
+    # This version's functions, beside those of other versions (docs/concepts/upgrades.md).
     store = RedisStore.connect(redis_url, load_functions=True)
     ensure_introspection_collections(store)
     store.finish_deletes()  # one a stopped consumer left half done becomes readable now

@@ -1,4 +1,5 @@
-"""The consumer's TTL clock: a time by which everything Kafka held has been applied (§8).
+"""The consumer's TTL clock: a time by which everything Kafka held has been applied
+(docs/concepts/ttl-and-expiration.md).
 
 Rows expire a TTL after their latest refresh was applied, but only by this clock, never
 by the wall clock alone: a refresh that reached Kafka before it is applied, so a row

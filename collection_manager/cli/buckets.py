@@ -23,7 +23,7 @@ from collection_manager.storage.store import RedisStore
 
 BUCKETS_BOUND = f"1 to {MAX_BUCKETS} (MAX_BUCKETS)"
 PER_BUCKET_UPDATES_S = 70_000
-"""Updates per second one bucket takes comfortably (docs/design.md §10, capacity plan):
+"""Updates per second one bucket takes comfortably (docs/concepts/buckets.md, "The capacity plan"):
 a third of a Redis core, below what one Kafka partition applied."""
 
 

@@ -219,7 +219,7 @@ def store_from_env(load_functions: bool = False) -> RedisStore:
 
     Args:
         load_functions: load this version's store functions first, as the commands that
-            create collections do (readers never load them: design §14).
+            create collections do (readers never load them: docs/concepts/upgrades.md).
     """
     endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
     return RedisStore.connect(endpoints.redis_url, load_functions=load_functions)
@@ -334,7 +334,7 @@ def cut_tail_table(spec: CollectionSpec, changes: CutChanges, since: Cut, limit:
 
 def run_query(args: argparse.Namespace) -> int:
     """Prints the rows (and their multiplicity) at the time readers see, read in bounded
-    steps (docs/design.md §9)."""
+    steps (docs/concepts/reads.md)."""
     check_collection_name(args.collection)  # the name and the terms' syntax: before connecting
     for term in args.where:
         split_term(term)

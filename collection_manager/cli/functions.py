@@ -1,4 +1,5 @@
-"""``functions list|load|remove``: the store's Redis libraries of every version (design §14).
+"""``functions list|load|remove``: the store's Redis libraries of every version
+(docs/concepts/upgrades.md).
 
 Readers and agents never load or replace a library; ``consume`` loads its own when it
 starts. An operator loads a new version's library ahead of a rollout (so that new readers

@@ -71,7 +71,8 @@ def run_consume(args: argparse.Namespace) -> int:
         spark_config = dataclasses.replace(spark_config, spark_master=args.master)
     infra_config = from_env(InfraConfig)
     endpoints = devservices.running(infra_config)
-    # The controller's namespace: the consumer reads its epoch counters (docs/design.md §6).
+    # The controller's namespace: the consumer reads its epoch counters
+    # (docs/concepts/epochs-and-fences.md).
     namespace = from_env(ReplicaConfig).replica_namespace
     config = from_env(ConsumerConfig)
     ready = _ready_line(config.topic, endpoints)

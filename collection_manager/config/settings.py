@@ -29,7 +29,7 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 # Settings renamed in the current release: the old variable's name -> the new one's. The
-# old name is still read for this one release, with a warning (design §14); a release
+# old name is still read for this one release, with a warning (docs/concepts/upgrades.md); a release
 # empties the table of the release before it. A setting removed outright maps to None.
 RENAMED: Mapping[str, str | None] = {}
 
@@ -310,7 +310,7 @@ class ConsumerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ReplicaConfig:
-    """Replica agents and the controller: heartbeats, leases, publishing (docs/design.md §6, §8)."""
+    """Agents and the controller: heartbeats, leases (docs/concepts/leases-and-retention.md)."""
 
     replica_ttl_ms: int = setting(
         10_000,

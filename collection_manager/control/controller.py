@@ -1,14 +1,15 @@
-"""The controller: replica membership, epochs, fenced removal, leases (docs/design.md §1, §6, §8).
+"""The controller: replica membership, epochs, fenced removal, leases
+(docs/concepts/epochs-and-fences.md, docs/concepts/leases-and-retention.md).
 
-``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the
-replica's rows from every introspection collection with a fenced ``Delete`` (keyed by the
-collection, so it lands in order with that collection's appends; in a collection bucketed
-by ``replica_id``, keyed by the one bucket that holds the replica's rows, in order with its
-appends there; bucketed by another column, one part per bucket) and announces the removal;
-``check_leases`` removes replicas whose heartbeats stopped for the TTL in log time (§8) and
-publishes the ticks that move log time. Every publish is flushed before
-the call returns: a caller that adds a replica after removing it can rely on the retractions
-being ahead of the new incarnation's appends in each partition.
+``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the replica's rows
+from every introspection collection with a fenced ``Delete`` (keyed by the collection, so it lands
+in order with that collection's appends; in a collection bucketed by ``replica_id``, keyed by the
+one bucket that holds the replica's rows, in order with its appends there; bucketed by another
+column, one part per bucket) and announces the removal; ``check_leases`` removes replicas whose
+heartbeats stopped for the TTL in log time (docs/concepts/leases-and-retention.md) and publishes the
+ticks that move log time. Every publish is flushed before the call returns: a caller that adds a
+replica after removing it can rely on the retractions being ahead of the new incarnation's appends
+in each partition.
 """
 
 from __future__ import annotations
@@ -249,10 +250,10 @@ class Controller:
     def check_leases(self, wall_ms: int | None = None) -> list[str]:
         """Renews leases from new heartbeats, removes replicas whose lease expired, ticks.
 
-        Expiry is judged in log time (§8): the newest tick the consumer applied in the
-        replica's partition, read together with the sightings. Also finishes removals that
-        failed half-way (members left ``removing``). Ends by publishing the tick whose time
-        the leases granted or renewed here run from.
+        Expiry is judged in log time (docs/concepts/leases-and-retention.md): the newest tick the
+        consumer applied in the replica's partition, read together with the sightings. Also finishes
+        removals that failed half-way (members left ``removing``). Ends by publishing the tick whose
+        time the leases granted or renewed here run from.
 
         Args:
             wall_ms: the controller's wall clock (ms), only a floor of the tick time;

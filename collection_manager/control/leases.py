@@ -1,4 +1,5 @@
-"""Replica leases in the log's time: who must be removed because no heartbeat came (§8).
+"""Replica leases in the log's time: who must be removed because no heartbeat came
+(docs/concepts/leases-and-retention.md).
 
 Pure logic over plain values (no clock, no I/O). Leases are measured in *log time*: the
 time of the newest controller tick the consumer applied in a partition

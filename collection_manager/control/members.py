@@ -15,11 +15,11 @@ State changes are computed by the pure transition functions below and written wi
 optimistic transaction (``WATCH``), so a remove racing an add never overwrites it. A
 removed replica's keys are deleted (*collected*) once its retention has passed.
 
-With replicas (``Durability``, ``CM_REDIS_REPLICA_ACKS``), an issued epoch and a changed
-member record return only once that many replicas of every primary hold them: nothing acts
-on a decision a failover could roll back (an epoch handed out twice, a removed replica
-back as active: docs/design.md §6). The leases hash only shows the controller's table and
-gets no barrier.
+With replicas (``Durability``, ``CM_REDIS_REPLICA_ACKS``), an issued epoch and a changed member
+record return only once that many replicas of every primary hold them: nothing acts on a decision a
+failover could roll back (an epoch handed out twice, a removed replica back as active:
+docs/concepts/epochs-and-fences.md). The leases hash only shows the controller's table and gets no
+barrier.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The controller's ticks: one per partition every lease check, so log time moves (§8).
+"""The controller's ticks: one per partition every lease check, so log time moves
+(docs/concepts/leases-and-retention.md).
 
 A tick is a ``Heartbeat`` of the reserved id ``CONTROLLER_ID`` (``core/ticks.py``) with the
 tick time in ``sent_at``, sent to an explicit partition. Its epoch is issued once per

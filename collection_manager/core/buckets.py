@@ -1,4 +1,4 @@
-"""Buckets: one collection spread over several ordering points (docs/design.md §10a).
+"""Buckets: one collection spread over several ordering points (docs/concepts/buckets.md).
 
 A collection of ``N > 1`` buckets keeps each bucket as a storage *unit* of its own: its
 own Redis hash tag (so buckets spread over a Redis Cluster's shards), its own Kafka key

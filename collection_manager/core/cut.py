@@ -1,4 +1,4 @@
-"""One consistent time across the buckets of a collection: the *cut* (docs/design.md §10a).
+"""One consistent time across the buckets of a collection: the *cut* (docs/concepts/buckets.md).
 
 Each bucket has its own times. A read of a bucketed collection reads bucket ``b`` at time
 ``T[b]``; the vector ``T`` is a cut. A request sent to several buckets is a *group* of
@@ -145,8 +145,8 @@ def given_up(open_groups: dict[str, int], read_all_since_ms: int, delivery_ms: i
     A writer sends a group's parts together, and a producer delivers a message within
     ``delivery_ms`` (its ``delivery.timeout.ms``) or never. Every part was sent before the
     first part was applied, so once the consumer has read all of Kafka as of later than
-    that plus ``delivery_ms`` (``read_all_since_ms``: its TTL clock, design §8), a part
-    still missing was never delivered.
+    that plus ``delivery_ms`` (``read_all_since_ms``: its TTL clock,
+    docs/concepts/ttl-and-expiration.md), a part still missing was never delivered.
     """
     return sorted(
         group for group, first in open_groups.items() if read_all_since_ms > first + delivery_ms

@@ -1,5 +1,6 @@
 """Epoch authority: only epochs the controller issued may fence, renew or announce, and
-no request of a collected incarnation is applied (§6, §8).
+no request of a collected incarnation is applied (docs/concepts/epochs-and-fences.md,
+docs/concepts/leases-and-retention.md).
 
 The controller records per replica the range of epochs it may claim, ``(floor,
 highest]``: ``highest`` is its latest epoch; epochs up to ``floor`` belonged to

@@ -1,4 +1,4 @@
-"""The name rule of collections and replica ids (docs/design.md §2).
+"""The name rule of collections and replica ids (docs/concepts/collections-and-time.md).
 
 Both end up inside Redis key names (``cm:{<collection>}:...``,
 ``<namespace>:epoch:<replica_id>``) and hash fields, and collection names are Kafka keys.

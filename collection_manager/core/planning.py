@@ -1,4 +1,5 @@
-"""Planning request groups: consolidating the appends between deletes (docs/design.md §4).
+"""Planning request groups: consolidating the appends between deletes
+(docs/concepts/collections-and-time.md, "Consolidation").
 
 Appends to one collection between two of its deletes may be merged and consolidated
 before they are written, so diffs that cancel are never written. Merging must not change
@@ -31,7 +32,7 @@ Source = tuple[str, int, int | None, int | None]
 
 def consolidate(updates: Iterable[Update]) -> list[Update]:
     """Sums the diffs per row. Zero sums stay: the rows were named, and the last append
-    that names a row decides its TTL (docs/design.md §8); they write nothing.
+    that names a row decides its TTL (docs/concepts/ttl-and-expiration.md); they write nothing.
 
     Returns:
         ``(row, total)`` pairs, each row once, in order of first appearance (so the result
@@ -54,7 +55,7 @@ class SourceUpdates:
         ttl_ms: the appends' ``ttl_ms`` (all equal within a part).
         updates: consolidated: each row once, zero sums included (an append with a TTL
             refreshes the expiry of every row it names, one without a TTL ends it,
-            docs/design.md §8).
+            docs/concepts/ttl-and-expiration.md).
         requests: how many appends the part merges.
     """
 
@@ -115,10 +116,10 @@ def _ttl(source: Source) -> int | None:
     return source[3]
 
 
-# Bounds of one merged group (docs/design.md §4): a group is applied in one script call,
-# and Redis runs nothing else meanwhile, so its size bounds how long other clients wait.
-# An append that would push a group past either bound starts the next group; a single
-# append larger than them is a group of its own (its size is bounded by the request limit).
+# Bounds of one merged group (docs/concepts/collections-and-time.md): a group is applied in one
+# script call, and Redis runs nothing else meanwhile, so its size bounds how long other clients
+# wait. An append that would push a group past either bound starts the next group; a single append
+# larger than them is a group of its own (its size is bounded by the request limit).
 MAX_GROUP_UPDATES = 2_000
 MAX_GROUP_BYTES = 4 << 20
 

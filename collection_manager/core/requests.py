@@ -1,4 +1,5 @@
-"""The requests of the wire protocol (docs/design.md §3) as plain, immutable Python values.
+"""The requests of the wire protocol (docs/concepts/requests-and-ordering.md) as plain, immutable
+Python values.
 
 ``schemas.codec`` turns them into bytes and back; the consumer validates them against the
 collection catalog with :func:`validate_request` before applying them.
@@ -40,7 +41,7 @@ def _as_updates(updates: Iterable[tuple[Iterable[Value], int]]) -> tuple[Update,
 
 @dataclasses.dataclass(frozen=True)
 class Fence:
-    """Epochs ``<= epoch`` of ``replica_id`` are dead (docs/design.md §6)."""
+    """Epochs ``<= epoch`` of ``replica_id`` are dead (docs/concepts/epochs-and-fences.md)."""
 
     replica_id: str
     epoch: int
@@ -56,9 +57,10 @@ class Append:
         epoch: the producing incarnation; appends from fenced epochs are dropped.
         updates: ``(row, diff)`` pairs; rows and the sequence become tuples.
         produced_at: when the agent produced it, ms since the Unix epoch (metadata only).
-        valid_until: when set, the rows must be retracted at this time (ms, docs/design.md §7).
+        valid_until: when set, the rows must be retracted at this time (ms,
+        docs/concepts/ttl-and-expiration.md).
         ttl_ms: when set, each row it names expires this long after the consumer applied
-            it, unless appended again with a TTL (docs/design.md §8, row TTL).
+            it, unless appended again with a TTL (docs/concepts/ttl-and-expiration.md, "Row TTL").
         bucket: the bucket of a bucketed collection it is for (``core/buckets.py``), None
             for an unbucketed one.
     """
@@ -78,7 +80,7 @@ class Append:
 
 @dataclasses.dataclass(frozen=True)
 class Delete:
-    """Retract every row of ``collection`` matching ``filter`` (docs/design.md §5).
+    """Retract every row of ``collection`` matching ``filter`` (docs/concepts/deletes.md).
 
     Attributes:
         collection: the collection id (and Kafka key).

@@ -1,4 +1,4 @@
-"""Writers route by bucket: which requests a write becomes (docs/design.md §10a).
+"""Writers route by bucket: which requests a write becomes (docs/concepts/buckets.md).
 
 An append becomes one request per bucket its rows lie in; a delete goes to the buckets its
 filter pins, or to every bucket. Requests sent to several buckets are the parts of one

@@ -4,7 +4,7 @@ No Redis call may do work in proportion to a collection's size, so a large read 
 steps, and writes go on between them: each step answers at the time the collection is at
 then, and a row that changed during the scan may be seen twice, at two multiplicities, or
 not at all (a scan promises only the rows present all along). The change log makes one time
-of it (docs/design.md §9, "Reads in bounded steps"):
+of it (docs/concepts/reads.md, "Reads in bounded steps"):
 
 - every multiplicity seen at time ``t`` is moved to the read's time ``T`` by the log's
   changes between ``t`` and ``T`` (forwards or backwards);

@@ -1,4 +1,5 @@
-"""Ticks: the controller's requests that move the log's time forward (docs/design.md §8).
+"""Ticks: the controller's requests that move the log's time forward
+(docs/concepts/leases-and-retention.md).
 
 Leases are measured in *log time*, the time of the newest tick the consumer applied in a
 partition, never in the wall clock: a stopped, lagging or disconnected pipeline applies no

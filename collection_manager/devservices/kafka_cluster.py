@@ -1,11 +1,10 @@
 """Three KRaft brokers on loopback, each a broker and a controller, replicating every topic.
 
-For tests of the pipeline when a broker fails: every topic (the request and dead-letter
-topics, and Kafka's own offsets topic) has replication factor 3 and ``min.insync.replicas``
-2, and no unclean leader election, so one broker lost loses no acknowledged record
-(``acks=all`` with the idempotent producer, docs/design.md §4). The three form the
-controller quorum too: one of them lost, the other two still elect leaders. Clients name
-all three in ``CM_KAFKA_BOOTSTRAP``.
+For tests of the pipeline when a broker fails: every topic (the request and dead-letter topics, and
+Kafka's own offsets topic) has replication factor 3 and ``min.insync.replicas`` 2, and no unclean
+leader election, so one broker lost loses no acknowledged record (``acks=all`` with the idempotent
+producer, docs/concepts/requests-and-ordering.md). The three form the controller quorum too: one of
+them lost, the other two still elect leaders. Clients name all three in ``CM_KAFKA_BOOTSTRAP``.
 """
 
 from __future__ import annotations

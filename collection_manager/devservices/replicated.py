@@ -7,7 +7,7 @@ brings the same deployment back with its data. The settings are those the fault 
 on (``kafka_cluster.py``, ``redis_cluster.py``), plus ``appendfsync always`` on every Redis
 node: the consumer's progress record and a collection may sit on different nodes, and a
 machine crash must not lose one's last second of writes while the other keeps it
-(docs/design.md §10).
+(docs/concepts/requests-and-ordering.md, "Progress is Redis's").
 """
 
 from __future__ import annotations

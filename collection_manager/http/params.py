@@ -20,8 +20,8 @@ from collection_manager.http.problems import bad_parameter
 # than anyone writes by hand is a mistake or an attack, and each term costs a check.
 MAX_FIELDS = 64
 MAX_WHERE_TERMS = 32
-# Times are integers of at most 2^53 - 1 (design §2, "The numeric domain"): 16 digits at
-# most, and then checked against the bound.
+# Times are integers of at most 2^53 - 1 (docs/concepts/collections-and-time.md, "The numeric
+# domain"): 16 digits at most, and then checked against the bound.
 _TIME = re.compile(r"[0-9]{1,16}")
 _CUT = re.compile(r"[0-9]{1,16}(,[0-9]{1,16})*")
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}

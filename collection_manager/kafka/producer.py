@@ -1,9 +1,9 @@
 """A thin wrapper over ``confluent_kafka.Producer`` for the replica agent (STYLE 6).
 
-It enforces what correctness rests on (idempotence, ``acks=all``, Java-compatible key
-partitioning: docs/design.md §4), counts every delivery outcome, and purges its local queue when a
-subscribe is cancelled (docs/design.md §6), after which it accepts no more messages. ``purge()`` is
-producer-wide: give each subscribe its own ``KafkaProducer``.
+It enforces what correctness rests on (idempotence, ``acks=all``, Java-compatible key partitioning:
+docs/concepts/requests-and-ordering.md), counts every delivery outcome, and purges its local queue
+when a subscribe is cancelled (docs/concepts/epochs-and-fences.md), after which it accepts no more
+messages. ``purge()`` is producer-wide: give each subscribe its own ``KafkaProducer``.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ local function integer(n)
   return string.format('%d', n)
 end
 
--- The largest integer the domain holds (docs/design.md §2): doubles hold every integer up
+-- The largest integer the domain holds (docs/concepts/collections-and-time.md): doubles hold every integer up
 -- to it exactly, and a sum past it lands past it (rounding is monotonic).
 local INT_LIMIT = 9007199254740991
 

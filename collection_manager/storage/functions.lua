@@ -95,7 +95,7 @@ end
 
 -- A delete whose candidates fit in one step (payload ds) is done here; a larger one is
 -- recorded as the collection's delete in progress, at the next time, which becomes
--- readable when cm_continue has done its last step (docs/design.md §5). Its query is
+-- readable when cm_continue has done its last step (docs/concepts/deletes.md). Its query is
 -- stored as Python wrote it: cjson would rewrite its numbers with 14 significant digits.
 local function delete(c, args, op)
   c.rows.flush()  -- its candidates come from Redis: the appends before it must be there
@@ -139,7 +139,7 @@ end
 -- rows are the argument args[part.a], joined by newlines, in the order of its diffs d. A
 -- part names rows with a zero diff too: they are not written, but every row a part with a
 -- TTL (t, ms) names that is in the collection expires at now + t, and every row a part
--- without one names expires no more (docs/design.md §8).
+-- without one names expires no more (docs/concepts/ttl-and-expiration.md).
 local function append(c, args, time, op)
   local fences, add, add_validity, counts = c.keys.fences, c.add, c.validity.add, c.counts
   for _, part in ipairs(op.p) do

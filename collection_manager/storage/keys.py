@@ -183,7 +183,8 @@ class CollectionKeys:
 
     @property
     def expiries(self) -> str:
-        """Sorted set: row -> when its TTL expires (ms), one entry per row (§8, row TTL).
+        """Sorted set: row -> when its TTL expires (ms), one entry per row
+        (docs/concepts/ttl-and-expiration.md).
 
         An append with a TTL replaces the entry of each row it names; the entry goes when
         the row leaves the collection (its multiplicity reaches zero).
@@ -192,7 +193,8 @@ class CollectionKeys:
 
     @property
     def pending(self) -> str:
-        """Hash: the delete in progress, one too large for one function call (§5).
+        """Hash: the delete in progress, one too large for one function call
+        (docs/concepts/deletes.md).
 
         Fields: ``query`` (the delete's JSON: index keys ``x``, residual ``f``, whole filter
         ``w``), ``time`` (the time it retracts at, not yet readable), ``key`` and ``cursor``
@@ -263,7 +265,8 @@ class ReplicaKeys:
     Defined once here for the controller (``control/members.py``, which writes epochs,
     members and leases) and the consumer (``storage/epochs.py``, ``storage/replicas.py``,
     which read epochs and write sightings and log times). Two deployments with different
-    namespaces share no replica key, so equal replica ids never meet (docs/design.md §8).
+    namespaces share no replica key, so equal replica ids never meet
+    (docs/concepts/leases-and-retention.md).
     """
 
     namespace: str = "cm:replicas"

@@ -1,4 +1,4 @@
-"""The store's layout version: which keys and encodings a Redis holds (design §14).
+"""The store's layout version: which keys and encodings a Redis holds (docs/concepts/upgrades.md).
 
 A layout is everything a process must agree on to read or write the collections: key
 names and hash tags (``keys.py``), what each key holds, the catalog's records and the

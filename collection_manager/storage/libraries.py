@@ -1,5 +1,5 @@
 """The store's libraries of every version in Redis: which are loaded, which are in use,
-and removing one no live process uses (design §14).
+and removing one no live process uses (docs/concepts/upgrades.md).
 
 A process that calls its library for as long as it runs (the consumer) marks it in use
 with each heartbeat: ``cm:library-in-use:<library>`` expires a few missed beats after the

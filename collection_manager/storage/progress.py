@@ -4,7 +4,8 @@ Per request topic one hash ``cm:progress:<topic>`` holds, per partition, the hig
 whose every record was handled (applied, dead-lettered, or a control request recorded),
 and the Kafka cluster id and topic id it was written for. Redis is the source of truth:
 when Redis loses its tail (AOF ``everysec``, a restored snapshot) it loses this record with
-it, and the consumer reads again from what Redis still holds (docs/design.md §4).
+it, and the consumer reads again from what Redis still holds
+(docs/concepts/requests-and-ordering.md).
 
 ``guarded_client`` makes a Redis client that refuses to talk to another Redis *process*
 than the one it was made for: a restarted Redis may have lost writes, and a writer that

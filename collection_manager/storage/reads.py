@@ -126,7 +126,7 @@ class StoreReads:
         self, collection: str, where: Filter | None = None, limit: int | None = None
     ) -> Snapshot:
         """``snapshot`` in bounded calls: none looks at more than about ``STEP_ROWS`` rows,
-        however large the collection (docs/design.md §9, "Reads in bounded steps"). With
+        however large the collection (docs/concepts/reads.md, "Reads in bounded steps"). With
         ``limit``, at most that many rows (the first the scan finds), and it stops there.
 
         Raises:

@@ -5,7 +5,7 @@ Two records under the namespace's keys (``ReplicaKeys`` in ``storage/keys.py``):
 - *sightings*: each replica's latest control request, newest epoch wins. The controller
   renews leases from them and shows them in ``replicas``.
 - *log times*: per ``topic:partition``, the time of the newest controller tick applied
-  there (``core/ticks.py``). Leases are measured in it (docs/design.md §8).
+  there (``core/ticks.py``). Leases are measured in it (docs/concepts/leases-and-retention.md).
 
 Both are written in one script call after a partition chunk is applied, so a controller that
 reads both at once (``snapshot``) never sees a tick without the heartbeats before it.

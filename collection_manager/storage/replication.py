@@ -1,16 +1,16 @@
 """What Redis's replicas hold: a barrier before the consumer records a batch as done, and
 before the controller acts on an epoch, a member record or a lease it wrote.
 
-Redis replicates asynchronously. A replica promoted after its primary died may lack the
-primary's last writes. On one Redis that loses the progress record with the data (it lives
-beside them) and the replay restores both. On a Redis Cluster the progress record may live
-on another shard that kept it, and then nothing would replay what the failed shard lost.
-So, before the driver records a batch's progress, ``replicated`` asks every primary to
-confirm that its replicas hold everything written so far (``WAIT``). A promoted replica
-then lacks at most writes whose progress was never recorded, which the next start replays
-(docs/design.md §4). The controller's writes get the same barrier (``Durability``): an
-epoch handed out, or a removal published, must not be rolled back by a failover, or the
-next add would hand the same epoch to a second incarnation (docs/design.md §6).
+Redis replicates asynchronously. A replica promoted after its primary died may lack the primary's
+last writes. On one Redis that loses the progress record with the data (it lives beside them) and
+the replay restores both. On a Redis Cluster the progress record may live on another shard that kept
+it, and then nothing would replay what the failed shard lost. So, before the driver records a
+batch's progress, ``replicated`` asks every primary to confirm that its replicas hold everything
+written so far (``WAIT``). A promoted replica then lacks at most writes whose progress was never
+recorded, which the next start replays (docs/concepts/requests-and-ordering.md). The controller's
+writes get the same barrier (``Durability``): an epoch handed out, or a removal published, must not
+be rolled back by a failover, or the next add would hand the same epoch to a second incarnation
+(docs/concepts/epochs-and-fences.md).
 
 ``WAIT`` counts from the last write *of its own connection*, so each primary gets a tiny
 write (a counter in one of its own slots) and the ``WAIT`` on one connection, after the

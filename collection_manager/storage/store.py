@@ -63,7 +63,7 @@ HELD = "held"
 DONE = "done"
 
 # How many candidate rows a delete may look at in one function call; a larger delete is
-# done in steps of this many (docs/design.md §5). bench/reader_latency.py, during a delete
+# done in steps of this many (docs/concepts/deletes.md). bench/reader_latency.py, during a delete
 # of 1M rows on 2 shared cores: a separate reader's p99 was 13 ms with steps of 100 (about
 # 1.4 ms of Redis each), 76 ms with 200 and worse with 1,000; the delete took 22 s, 19 s.
 DELETE_STEP_ROWS = 100
@@ -79,7 +79,8 @@ class Refusal:
 
 
 def wall_clock_ms() -> int:
-    """The consumer's clock: this machine's, in ms since the Unix epoch (§7, §8)."""
+    """The consumer's clock: this machine's, in ms since the Unix epoch
+    (docs/concepts/ttl-and-expiration.md)."""
     return time.time_ns() // 1_000_000
 
 
@@ -158,7 +159,7 @@ class RedisStore(StoreReads):
             url: the Redis (or any node of a Redis Cluster).
             load_functions: first load this version's store functions beside other
                 versions' (``library.install``), as the processes that write collections
-                do; readers never load them (design §14).
+                do; readers never load them (docs/concepts/upgrades.md).
             kwargs: as for the constructor.
         """
         client = connected_client(url)
@@ -360,8 +361,8 @@ class RedisStore(StoreReads):
         0 expires none) and those whose ``valid_until`` is ``<= now_ms``: at one new time
         per ``DUE_STEP_ROWS`` of them, so no call holds Redis for long.
 
-        The consumer passes its own TTL clock: when the latest batch that read everything
-        in Kafka began (docs/design.md §8), so that a refresh still waiting there counts.
+        The consumer passes its own TTL clock: when the latest batch that read everything in Kafka
+        began (docs/concepts/ttl-and-expiration.md), so that a refresh still waiting there counts.
         Idempotent: each scheduled retraction leaves the schedule as it is applied.
         """
         spec = self.spec(collection)

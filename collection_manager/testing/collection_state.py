@@ -1,9 +1,9 @@
 """Differential collections: consolidation, state with multiplicities, delete retractions.
 
 A collection's state is the sum of all its updates: every row with a non-zero total diff
-(docs/design.md §2). A negative total is an *invalid retraction*. Like Materialize, the state keeps
-negative multiplicities (the sum is the truth; dropping them would make later updates of
-the row wrong) and reports them through counters instead of raising.
+(docs/concepts/collections-and-time.md). A negative total is an *invalid retraction*. Like
+Materialize, the state keeps negative multiplicities (the sum is the truth; dropping them would make
+later updates of the row wrong) and reports them through counters instead of raising.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class CollectionState:
 def delete_retractions(
     state: CollectionState, node: Filter, columns: Sequence[str]
 ) -> list[Update]:
-    """The retractions a delete with filter ``node`` appends (docs/design.md §5).
+    """The retractions a delete with filter ``node`` appends (docs/concepts/deletes.md).
 
     Every matching row is retracted with its full multiplicity as of now, so afterwards no
     matching row remains; a row with a negative multiplicity gets a positive "retraction".

@@ -1,4 +1,4 @@
-"""Fencing (the *fuse*) and replica membership (docs/design.md §6, seed 001).
+"""Fencing (the *fuse*) and replica membership (docs/concepts/epochs-and-fences.md, seed 001).
 
 When a replica incarnation is removed, updates it already sent may still be in flight. The
 fence table records, per replica, the highest dead epoch; the fuse drops every later

@@ -1,7 +1,7 @@
 """The reference model: requests applied to in-memory collections, one step at a time.
 
 This is the oracle the Redis store and the Spark consumer are tested against. It applies
-requests exactly as docs/design.md §2-§6 say, with no I/O and no cleverness:
+requests exactly as the concept pages (docs/concepts/) say, with no I/O and no cleverness:
 
 - ``Append``: the fuse first (a fenced epoch is dropped and counted), then the updates.
 - ``Delete``: retract every matching row with its full multiplicity, then record the fence.

@@ -10,8 +10,8 @@ lease loop, and a few agents.
 
 Faults come in *lanes*. A lane injects one fault at a time and heals it (its service whole
 again) before the next; the lanes run at the same time. Each lane keeps to what its
-service is documented to survive (docs/design.md §4, §6, §10; docs/operations.md,
-"Replicated Kafka and Redis"):
+service is documented to survive (docs/concepts/requests-and-ordering.md,
+docs/concepts/epochs-and-fences.md; docs/operations.md, "Replicated Kafka and Redis"):
 
 - ``redis``: at most one primary down. A failover needs a majority of the primaries (two
   of three) to elect a replica, so a second primary lost before the first is replaced would
@@ -26,8 +26,8 @@ service is documented to survive (docs/design.md §4, §6, §10; docs/operations
   write, and the other two keep the KRaft quorum; the next fault waits until every
   partition has all three brokers in sync again (two away would stop every write).
 - ``processes``: one of the consumer, the controller or an agent SIGKILLed and started
-  again (the consumer's replays are exactly once, §4; a restarted controller grants full
-  leases, §8; an agent comes back as a new incarnation, §6).
+  again (the consumer's replays are exactly once; a restarted controller grants full
+  leases; an agent comes back as a new incarnation).
 - ``membership``: the controller removes a replica (``replica remove``) or adds one (a new
   agent, or a removed replica id again, which must get a higher epoch). Between
   ``MIN_AGENTS`` and ``MAX_AGENTS`` replicas stay.

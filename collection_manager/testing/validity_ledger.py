@@ -1,4 +1,5 @@
-"""Temporal validity: rows appended with ``valid_until`` are retracted at that time (§7).
+"""Temporal validity: rows appended with ``valid_until`` are retracted at that time
+(docs/concepts/ttl-and-expiration.md).
 
 Each row keeps a ledger ``valid_until -> diff`` of what is still to be retracted and when.
 The *schedule* is the part of the ledger a consumer keeps ready (an ordered index of future

@@ -1,4 +1,4 @@
-"""Where an agent's rows come from: sources as plugins (docs/design.md §1a).
+"""Where an agent's rows come from: sources as plugins (docs/concepts/sources.md).
 
 A source is found by name (``replica run --source NAME``) in the entry-point group
 ``collection_manager.sources`` (:mod:`producers.sources.plugin`); the built-in ones are

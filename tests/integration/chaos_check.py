@@ -206,7 +206,7 @@ def _against_the_agents(
 
 def _epochs_once(verdict: Verdict, requests: Sequence[Request]) -> None:
     """Every ReplicaAdded of a replica (one partition, its key) has an epoch above the one
-    before: no epoch handed to two incarnations (docs/design.md §6)."""
+    before: no epoch handed to two incarnations (docs/concepts/epochs-and-fences.md)."""
     added: dict[str, list[int]] = defaultdict(list)
     for request in requests:
         if isinstance(request, ReplicaAdded):

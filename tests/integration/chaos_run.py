@@ -42,7 +42,8 @@ SEED_SETTING = "CM_CHAOS_SEED"
 AGENT_STEPS = 120  # 30 s of changes at 250 ms a step
 START_AGENTS = 3
 # Every replica of a primary must confirm a write: then no promoted replica can lack one
-# (design §10); with fewer, the one the cluster elects only *normally* holds it.
+# (docs/concepts/requests-and-ordering.md); with fewer, the one the cluster elects only *normally*
+# holds it.
 REPLICA_ACKS = 2
 SETTLE_TIMEOUT_S = 600.0
 

@@ -1,11 +1,11 @@
 """No epoch is handed out twice across a Redis failover that loses the primary's last writes.
 
-On a Redis Cluster with a replica per primary: replica r1 is added (epoch 1); the replica
-of the primary holding the controller's issued epochs is cut off (SIGSTOP) and the
-primary's replication buffers filled, so that what it takes next stays its own; r1 is
-removed and added again; the primary is SIGKILLed and its replica, without those writes,
-promoted; r1 is added once more. Every ``ReplicaAdded`` the topic carries for r1 must have
-an epoch of its own (design §6: a re-added replica always gets a higher epoch).
+On a Redis Cluster with a replica per primary: replica r1 is added (epoch 1); the replica of the
+primary holding the controller's issued epochs is cut off (SIGSTOP) and the primary's replication
+buffers filled, so that what it takes next stays its own; r1 is removed and added again; the primary
+is SIGKILLed and its replica, without those writes, promoted; r1 is added once more. Every
+``ReplicaAdded`` the topic carries for r1 must have an epoch of its own
+(docs/concepts/epochs-and-fences.md: a re-added replica always gets a higher epoch).
 
 With the barrier (``CM_REDIS_REPLICA_ACKS=1``, ``Durability``) the removal made while the
 replica is cut off is refused before anything is published, so the lost writes were never

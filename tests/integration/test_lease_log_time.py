@@ -1,4 +1,5 @@
-"""Leases in log time and replica namespaces, on real Kafka, Redis and Spark (§8).
+"""Leases in log time and replica namespaces, on real Kafka, Redis and Spark
+(docs/concepts/leases-and-retention.md).
 
 - The consumer (a ``consume`` process) is SIGSTOPped for longer than the TTL while agents
   heartbeat and the controller checks and ticks: nobody is removed. An agent SIGKILLed

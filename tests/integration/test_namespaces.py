@@ -1,6 +1,6 @@
 """Two deployments on one Redis, each with its namespace, topic and collections, using the
 same replica ids and restarting them: neither fuses, fences nor retracts the other's rows
-(docs/design.md, "Namespaces").
+(docs/concepts/leases-and-retention.md, "Namespaces").
 
 The requests each deployment's controller published go through the store as the consumer
 applies them (topic by topic, partition by partition in offset order), so a removal in one

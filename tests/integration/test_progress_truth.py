@@ -1,4 +1,5 @@
-"""Redis is the source of truth for the consumer's progress (docs/design.md §4).
+"""Redis is the source of truth for the consumer's progress
+(docs/concepts/requests-and-ordering.md).
 
 Each test runs ``consume`` as an operator does and holds the final contents to the model:
 Redis restored from an older copy (the consumer reads again what it lost), a topic deleted

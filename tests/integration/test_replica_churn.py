@@ -1,4 +1,5 @@
-"""Years of replica churn on one deployment: control state stays flat (docs/design.md §6).
+"""Years of replica churn on one deployment: control state stays flat
+(docs/concepts/leases-and-retention.md).
 
 Thousands of replicas are added and removed, as autoscaling and rolling deploys do, by a
 real controller on the session's Kafka and Redis; what it published goes through the

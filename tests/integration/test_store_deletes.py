@@ -1,4 +1,5 @@
-"""Deletes too large for one function call: done in bounded steps, whole to every reader (§5).
+"""Deletes too large for one function call: done in bounded steps, whole to every reader
+(docs/concepts/deletes.md).
 
 Each test loads three replicas' rows, applies a delete that needs many steps, and stops it
 half done, as a consumer killed between two calls would leave it. Readers must see the

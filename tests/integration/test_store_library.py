@@ -1,5 +1,5 @@
 """The store's Redis Functions libraries on a real Redis: versions side by side, readers
-that never load, the layout record, undeclared keys (design §14)."""
+that never load, the layout record, undeclared keys (docs/concepts/upgrades.md)."""
 
 from __future__ import annotations
 

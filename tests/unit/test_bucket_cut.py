@@ -1,4 +1,5 @@
-"""A bucketed collection read at any consistent cut equals the unbucketed model (§10a).
+"""A bucketed collection read at any consistent cut equals the unbucketed model
+(docs/concepts/buckets.md).
 
 Random histories of requests to one collection (appends of one replica, appends spanning
 replicas, deletes by any filter, fenced removals, rows with a TTL and timer ticks) are

@@ -67,7 +67,7 @@ def test_round_trip(request_: Request) -> None:
     data = encode_request(request_)
     assert data[:2] == MAGIC
     # A request that names no bucket is written with the oldest released schema: bytes a
-    # consumer of 0.1.0 reads (design §14).
+    # consumer of 0.1.0 reads (docs/concepts/upgrades.md).
     assert data[2:HEADER_SIZE] == default_registry().plain[0] != default_registry().fingerprint
     assert decode_request(data) == request_
 

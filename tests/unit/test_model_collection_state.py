@@ -22,7 +22,8 @@ COLUMNS = ["replica_id", "n"]
 
 
 def test_consolidate_sums_keeps_zeros_and_first_appearance_order() -> None:
-    # Zero sums stay: the rows were named, which decides their TTL (docs/design.md §8).
+    # Zero sums stay: the rows were named, which decides their TTL
+    # (docs/concepts/ttl-and-expiration.md).
     updates = [(B, 1), (A, 2), (B, -1), (C, 0), (A, 1), (C, -3)]
     assert consolidate(updates) == [(B, 0), (A, 3), (C, -3)]
     assert consolidate([]) == []

@@ -1,4 +1,5 @@
-"""A renamed or removed setting is still read for one release, with a warning (design §14)."""
+"""A renamed or removed setting is still read for one release, with a warning
+(docs/concepts/upgrades.md)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ rows = st.lists(values, max_size=6)
 
 
 def by_definition(row: list[object], doubles: frozenset[int]) -> str:
-    """The encoding as docs/design.md defines it: compact JSON of the canonical values."""
+    """The encoding as docs/concepts/collections-and-time.md defines it: compact JSON of the
+    canonical values."""
     canonical = [
         float(v) if i in doubles and type(v) is int else 0.0 if v == 0.0 and type(v) is float else v
         for i, v in enumerate(row)

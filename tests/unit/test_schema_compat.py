@@ -2,7 +2,7 @@
 
 The checker (``schemas/compatibility.py``) is shown to catch each kind of breaking change,
 and cross-checked against fastavro's own resolution on generated data; then the current
-schemas are held to every release in ``RELEASES`` (design §14).
+schemas are held to every release in ``RELEASES`` (docs/concepts/upgrades.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The safe filter language of deletes and reads: data, never code (docs/design.md §3, §5).
+"""The safe filter language of deletes and reads: data, never code
+(docs/concepts/requests-and-ordering.md, docs/concepts/deletes.md).
 
 Build filters with the constructors (``eq("replica_id", "r1")``, ``and_(...)``), check them
 with :func:`validate`, run them with :func:`evaluate` or :func:`compile_filter`, answer them

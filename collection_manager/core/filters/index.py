@@ -1,4 +1,4 @@
-"""Answering a filter from secondary indexes instead of a scan (docs/design.md §5).
+"""Answering a filter from secondary indexes instead of a scan (docs/concepts/deletes.md).
 
 An index on column ``c`` maps each non-null value ``v`` to the rows with ``c = v``. A
 lookup names the index entries (``(column, value)`` keys) whose union holds every matching

@@ -26,7 +26,8 @@ Use cases in this project:
 
 - **Replica leases** (one-to-one): ``replica_id -> lease``. A heartbeat is a ``put`` that
   replaces the lease and its index entry; ``expire(now_ms)`` returns the replicas whose
-  lease ran out (no heartbeat for ``replica_ttl``), which are then removed (docs/design.md §6, §8).
+  lease ran out (no heartbeat for ``replica_ttl``), which are then removed
+  (docs/concepts/leases-and-retention.md).
 - **Rows of a collection with a row TTL**: one-to-one per row (``row_key -> row``, a
   rewrite renews the row) or one-to-many per collection or replica
   (``replica_id -> rows``, each row expiring on its own), where the index holds one entry
