@@ -1,4 +1,5 @@
-"""Row TTL end to end, on real Kafka, Redis and Spark (a ``consume`` process), §8.
+"""Row TTL end to end, on real Kafka, Redis and Spark (a ``consume`` process)
+(docs/concepts/ttl-and-expiration.md).
 
 Rows appended with a 3 s TTL go once their TTL passed, retracted by the consumer's timer;
 rows refreshed meanwhile (appends of diff 0 with the TTL) stay; a consumer SIGKILLed
