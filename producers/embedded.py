@@ -1,4 +1,4 @@
-"""The public API for a replica that publishes its own collections (docs/operations.md).
+"""The public API for a replica that publishes its own collections (docs/howto/sources.md).
 
 A replica process embeds :class:`EmbeddedReplica`: it declares its collections, starts
 (which adds the replica and takes an epoch, as ``replica run`` does), then either

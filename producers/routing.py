@@ -1,5 +1,5 @@
 """Routing for producers of raw requests: one import to send requests a bucketed
-collection accepts (docs/operations.md, "Bucketed collections"; docs/concepts/buckets.md).
+collection accepts (docs/howto/buckets.md; docs/concepts/buckets.md).
 
 A collection of ``N > 1`` buckets takes each request for one bucket, keyed
 ``<collection>#<bucket>`` (so a bucket's requests share a partition and keep their

@@ -14,7 +14,7 @@ makes a new one, and an unchanged project reuses it.
 
 The venv's interpreter is a link to the driver machine's base interpreter: executors must
 have Python at the same path (a standalone cluster on these machines, or one image for
-all, as on Kubernetes). docs/operations.md says what to ship elsewhere.
+all, as on Kubernetes). docs/howto/spark-cluster.md says what to ship elsewhere.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The command line's side of bucketed collections (docs/operations.md, "Bucketed
-collections"): ``--buckets`` and ``--bucket-column`` of the creating commands, and the
-refusal to change the buckets of a collection that exists.
+"""The command line's side of bucketed collections (docs/howto/buckets.md): ``--buckets``
+and ``--bucket-column`` of the creating commands, and the refusal to change the buckets of
+a collection that exists.
 
 Why refuse: a row's bucket is CRC-32 of its bucket column mod N, so another N (or column)
 puts the rows already stored, the fences and the watermarks in the wrong units, and
@@ -97,7 +97,7 @@ def bucket_change(existing: CollectionSpec, wanted: CollectionSpec) -> str | Non
         "buckets of a live collection cannot change. Offline: stop its writers, "
         f"`collection-manager collections drop {name}`, create it with --buckets "
         f"{wanted.buckets}, then restart the agents, which publish fresh snapshots "
-        "(docs/operations.md, Bucketed collections)"
+        "(docs/howto/buckets.md, Changing N)"
     )
 
 

@@ -52,8 +52,8 @@ def register(commands: Any) -> None:
     up.add_argument(
         "--replicated",
         action="store_true",
-        help="start the replicated deployment instead (docs/operations.md, Replicated Kafka "
-        "and Redis); refused while CM_KAFKA_BOOTSTRAP or CM_REDIS_URL names other services",
+        help="start the replicated deployment instead (docs/howto/deploy-replicated.md); "
+        "refused while CM_KAFKA_BOOTSTRAP or CM_REDIS_URL names other services",
     )
     up.set_defaults(run=run)
     down = actions.add_parser(

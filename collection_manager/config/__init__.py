@@ -1,6 +1,6 @@
 """Configuration: typed, immutable settings read from ``CM_*`` environment variables.
 
-``settings`` defines them; ``reference`` renders the reference page in docs/operations.md.
+``settings`` defines them; ``reference`` renders the reference page docs/reference/settings.md.
 """
 
 from collection_manager.config.errors import ConfigError

@@ -2,7 +2,7 @@
 but reading and writing the layout file).
 
 Three KRaft brokers, each a broker and a controller, and a Redis Cluster of three primaries
-with two replicas each, on loopback (docs/operations.md, "Replicated Kafka and Redis").
+with two replicas each, on loopback (docs/howto/deploy-replicated.md).
 Their ports are chosen once, when the deployment is first made, and kept in
 ``<state dir>/replicated/layout.json``: the brokers' controller quorum and the Redis nodes'
 ``nodes.conf`` name each other's ports, so a node started again must get the same ones.
@@ -24,8 +24,8 @@ BROKERS = 3
 PRIMARIES = 3
 REPLICAS_PER_PRIMARY = 2
 REDIS_NODES = PRIMARIES * (1 + REPLICAS_PER_PRIMARY)
-# What the consumer, the controller and the agents must set (docs/operations.md): before
-# anything counts as done, one replica of every primary holds it.
+# What the consumer, the controller and the agents must set (docs/howto/deploy-replicated.md):
+# before anything counts as done, one replica of every primary holds it.
 REPLICA_ACKS = 1
 
 

@@ -4,6 +4,8 @@ Under ``/api/v1/`` (described by the OpenAPI document it serves, ``openapi.py``)
 collections, a collection's rows at one consistent time as JSON, NDJSON or Arrow
 (``rows.py``), its changes as Server-Sent Events (``changes.py``), the replicas and the
 status. ``/metrics``, ``/healthz`` and ``/readyz`` as every long-running process has.
-The server (``server.py``) is the standard library's threading HTTP server: docs/
-operations.md, "Reading over HTTP", says why, and what each bound is.
+The server (``server.py``) is the standard library's threading HTTP server, not an ASGI
+stack: every read is a blocking redis-py loop of bounded steps, which a thread runs as it
+is, and a blocking socket write is a stream's back-pressure, with no framework to add.
+docs/operations.md, "Reading over HTTP", gives each bound.
 """

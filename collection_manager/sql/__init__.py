@@ -1,6 +1,6 @@
 """Collections in Spark SQL: a batch data source of consistent snapshots and a streaming
-source of the change log (docs/operations.md, "Spark SQL"). ``register(spark)`` makes both
-known to a session."""
+source of the change log (docs/howto/spark-cluster.md, "Spark SQL data sources").
+``register(spark)`` makes both known to a session."""
 
 from collection_manager.sql.source import CHANGES_FORMAT, SNAPSHOT_FORMAT, register
 

@@ -11,7 +11,7 @@ lease loop, and a few agents.
 Faults come in *lanes*. A lane injects one fault at a time and heals it (its service whole
 again) before the next; the lanes run at the same time. Each lane keeps to what its
 service is documented to survive (docs/concepts/requests-and-ordering.md,
-docs/concepts/epochs-and-fences.md; docs/operations.md, "Replicated Kafka and Redis"):
+docs/concepts/epochs-and-fences.md; docs/howto/deploy-replicated.md):
 
 - ``redis``: at most one primary down. A failover needs a majority of the primaries (two
   of three) to elect a replica, so a second primary lost before the first is replaced would

@@ -93,7 +93,7 @@ def prepare(state_dir: Path) -> Engine:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         pytest.skip(
             "no Docker engine answers (DOCKER_HOST, /var/run/docker.sock) and the project's "
-            "own needs root and apt-get (docs/operations.md)"
+            "own needs root and apt-get (tests/README.md)"
         )
     docker_dir = state_dir / "docker"
     env["DOCKER_HOST"] = f"unix://{docker_dir / 'docker.sock'}"

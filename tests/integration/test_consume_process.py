@@ -68,7 +68,7 @@ def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
             assert store.snapshot(spec.name).rows == {row: 1}
 
         assert_eventually(applied, timeout=120, interval=0.1)
-        # For docs/operations.md, "Faults": how long after the topic appeared it applied.
+        # How long after the topic appeared it applied (printed for the record).
         print(f"applied {time.monotonic() - created:.1f} s after the topic was created")
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(60) == 0, log.read_text()[-3000:]

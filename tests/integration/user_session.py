@@ -1,5 +1,5 @@
 """A user's terminal session for a test: the ``collection-manager`` commands a reader of the
-README types, as child processes in one environment, each with its output kept.
+README's five-minute tour types, as child processes in one environment, each with its output kept.
 
 Every process it starts is stopped by ``close``: SIGTERM to its process group, SIGKILL to
 what is left after a grace period; a process is known by its ``Popen`` (pid), never by name.

@@ -5,6 +5,7 @@ other buckets is refused in one line before anything is written; ``describe`` an
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -126,7 +127,7 @@ def test_create_help_names_the_bound_and_the_defaults() -> None:
 
 def _subparser(parser: Any, *path: str) -> Any:
     for word in path:
-        (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         parser = action.choices[word]
     return parser
 
@@ -137,8 +138,7 @@ def test_a_change_of_buckets_names_both_layouts_and_the_offline_path() -> None:
         "collection sizes exists with 4 buckets by replica_id, not 8 buckets by replica_id: "
         "the buckets of a live collection cannot change. Offline: stop its writers, "
         "`collection-manager collections drop sizes`, create it with --buckets 8, then "
-        "restart the agents, which publish fresh snapshots (docs/operations.md, Bucketed "
-        "collections)"
+        "restart the agents, which publish fresh snapshots (docs/howto/buckets.md, Changing N)"
     )
     assert "exists with 1 bucket, not 4 buckets by worker" in str(
         bucket_change(PLAIN, _bucketed(4, "worker"))
