@@ -97,11 +97,18 @@ end
 -- recorded as the collection's delete in progress, at the next time, which becomes
 -- readable when cm_continue has done its last step (docs/concepts/deletes.md). Its query is
 -- stored as Python wrote it: cjson would rewrite its numbers with 14 significant digits.
+-- A fenced delete of an epoch this unit fences already retracts nothing (and takes a
+-- time): the removal of that incarnation was applied here before, and the fuse drops its
+-- late appends since, so its replica's rows here are a newer incarnation's. A late
+-- duplicate of a removal (another controller's, delivered after the replica was added
+-- again and appended) must not retract them (docs/concepts/epochs-and-fences.md).
 local function delete(c, args, op)
   c.rows.flush()  -- its candidates come from Redis: the appends before it must be there
   local query = cjson.decode(args[op.q])
   local time
-  if delete_size(c, query) <= c.payload.ds then
+  if op.fr and is_fenced(c.keys.fences, op.fr, op.fe) then
+    time = c.next_time()
+  elseif delete_size(c, query) <= c.payload.ds then
     time = c.next_time()
     for _, row in ipairs(candidates(c.keys.contents, c.index_prefix, query.x)) do
       retract_matching(c, time, query, row)

@@ -4,7 +4,8 @@ This is the oracle the Redis store and the Spark consumer are tested against. It
 requests exactly as the concept pages (docs/concepts/) say, with no I/O and no cleverness:
 
 - ``Append``: the fuse first (a fenced epoch is dropped and counted), then the updates.
-- ``Delete``: retract every matching row with its full multiplicity, then record the fence.
+- ``Delete``: retract every matching row with its full multiplicity, then record the fence;
+  a fenced delete of an epoch already fenced retracts nothing (a late duplicate removal).
 - ``ReplicaAdded``/``ReplicaRemoved``/``Heartbeat``: membership only. A removal fences
   through the controller's fenced deletes, one per collection of its deployment, so a
   removal never touches another deployment's collections.
@@ -239,8 +240,17 @@ class CollectionModel:
         self.counters.refused += len(due) - len(kept)
 
     def delete(self, request: Delete) -> None:
-        """Retracts every matching row, then records the fence, if any."""
+        """Retracts every matching row, then records the fence, if any.
+
+        A fenced delete of an epoch the collection fences already retracts nothing: that
+        incarnation's removal was applied here before and the fuse drops its late appends
+        since, so the replica's rows here are a newer incarnation's (a late duplicate of a
+        removal, delivered after the replica was added again and appended).
+        """
         time = self._tick(1)
+        fence = request.fence
+        if fence is not None and self.fences.is_fenced(fence.replica_id, fence.epoch):
+            return
         retractions = delete_retractions(self.state, request.filter, self.spec.column_names)
         self._write(time, retractions)
         self.validity.drop(row for row, _ in retractions)

@@ -1,21 +1,18 @@
 """A race the chaos run found (``test_chaos.py``, seed 3320670385 in ``make test-slow``):
 a removal of a replica's old incarnation that began before the replica was added again,
-and whose deletes reach the topic after the new incarnation's first appends, retracts the
-new incarnation's rows, while the new incarnation stays active and its agent holds them.
+and whose deletes reach the topic after the new incarnation's first appends, retracted the
+new incarnation's rows, while the new incarnation stayed active and its agent held them
+(issue 42).
 
 Two controllers share a namespace as ``controller run`` and ``replica run`` do: the lease
 loop starts removing epoch 1 (a member left ``removing``, or a lease that ended), and its
 deletes are held up on their way to the broker (a partition leader moving); meanwhile the
 agent starts again, and its ``add_replica`` removes epoch 1 itself and adds epoch 2, which
 appends. Then the lease loop's deletes arrive: ``Delete(replica_id = r, fence = (r, 1))``
-behind epoch 2's append. The fence drops nothing of epoch 2, but the delete retracts every
-row of ``r``. Here the producers are fakes that keep the topic's order in a list, and the
-model (``collection_manager/testing/model.py``: the design's semantics, which Redis
-follows) reads it.
-
-Expected to fail until the fix: e.g. a fenced delete that retracts nothing once a newer
-epoch of its replica appended to its collection (its old rows are gone then: the add's own
-removal came first in that partition).
+behind epoch 2's append. The collection fences epoch 1 already (the add's own removal came
+first in that partition), so the late delete retracts nothing (docs/design.md §6). Here the
+producers are fakes that keep the topic's order in a list, which the model
+(``collection_manager/testing/model.py``) and the Redis store both apply.
 """
 
 from __future__ import annotations
@@ -24,13 +21,12 @@ import dataclasses
 import threading
 from typing import Any
 
-import pytest
 import redis as redis_lib
 
 from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.control.members import REMOVING
-from collection_manager.core.requests import Append, Request
+from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request
@@ -83,7 +79,6 @@ class _Broker:
             self.log.append(request)
 
 
-@pytest.mark.xfail(strict=True, reason="a late removal retracts a re-added incarnation's rows")
 def test_a_removal_delivered_after_the_re_added_incarnation_appended_leaves_its_rows(
     redis: redis_lib.Redis, unique: str
 ) -> None:
@@ -118,6 +113,16 @@ def test_a_removal_delivered_after_the_re_added_incarnation_appended_leaves_its_
         removal.join(30)
 
     assert agent.is_current("r", 2)
+    late = [r for r in broker.log[-len(specs) - 1 :] if isinstance(r, Delete)]
+    assert [(d.reason, d.fence) for d in late if d.collection == frontiers.name] == [
+        ("lease ended", Fence("r", 1))
+    ]  # the lease loop's delete came last: the race happened
     model = ModelStore(specs)
     model.apply_all(broker.log)
     assert model.collection(frontiers.name).snapshot()[0] == {("r", "e", 0, 2): 1}
+    # The store applies the topic's order as the consumer would (one partition here).
+    store.apply_requests(f"t{unique}", 0, list(enumerate(broker.log)))
+    for spec in specs:
+        assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
+        assert store.fences(spec.name) == model.collection(spec.name).fences.as_dict()
+    assert store.fences(frontiers.name) == {"r": 1}

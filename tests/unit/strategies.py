@@ -179,20 +179,27 @@ _EPOCHS = st.sampled_from(EPOCHS)
 _REPLICAS = st.sampled_from(REPLICAS)
 
 
-def _appends(spec: CollectionSpec, replica: str) -> st.SearchStrategy[Append]:
+def _appends(
+    spec: CollectionSpec, replica: str, epochs: st.SearchStrategy[int] = _EPOCHS
+) -> st.SearchStrategy[Append]:
     update = st.tuples(model_rows(spec, replica), st.integers(-2, 2))
     updates = st.lists(update, min_size=1, max_size=4).map(tuple)
-    return st.builds(Append, st.just(spec.name), st.just(replica), _EPOCHS, updates, st.just(0))
+    return st.builds(Append, st.just(spec.name), st.just(replica), epochs, updates, st.just(0))
+
+
+def removal(collection: str, fence: Fence, reason: str = "") -> Delete:
+    """What the controller sends to remove an incarnation: retract the replica's rows and
+    fence its epoch."""
+    return Delete(collection, Cmp("eq", "replica_id", fence.replica_id), reason, fence)
 
 
 def _deletes(spec: CollectionSpec) -> st.SearchStrategy[Delete]:
     fence = st.builds(Fence, _REPLICAS, _EPOCHS)
-    # What the controller sends: retract the replica's rows and fence it.
-    removal = fence.map(lambda f: Delete(spec.name, Cmp("eq", "replica_id", f.replica_id), "", f))
+    removal_ = fence.map(lambda f: removal(spec.name, f))
     other = st.builds(
         Delete, st.just(spec.name), valid_filters(spec), st.just(""), st.none() | fence
     )
-    return removal | other
+    return removal_ | other
 
 
 model_appends = st.one_of([_appends(spec, r) for spec in MODEL_SPECS for r in REPLICAS])
@@ -207,3 +214,35 @@ model_requests: st.SearchStrategy[Request] = st.one_of(
     st.builds(Heartbeat, _REPLICAS, _EPOCHS, st.none()),
 )
 model_streams = st.lists(model_requests, min_size=10, max_size=40)
+
+
+@st.composite
+def removal_histories(draw: st.DrawFn) -> tuple[list[Request], int | None]:
+    """One replica's incarnations in one collection's partition, as the controller orders
+    them, with late duplicates of its removals (another controller's, delivered late).
+
+    Epoch 1, 2, ... append in turn; each but the last (and the last too, unless it lives) is
+    removed by a fenced delete before the next appends (``add_replica`` removes first).
+    Each late duplicate of a removal lands anywhere after it; other replicas append
+    between. Returns the requests and the live epoch (None when every one was removed).
+    """
+    epochs, alive = draw(st.integers(1, 4)), draw(st.booleans())
+    keyed: list[tuple[tuple[int, int, int], Request]] = []
+    removed: list[tuple[int, Fence]] = []
+    for epoch in range(1, epochs + 1):
+        for append in draw(st.lists(_appends(FRONTIERS, "r1", st.just(epoch)), max_size=3)):
+            keyed.append(((len(keyed), 0, 0), append))
+        if epoch < epochs or not alive:
+            removed.append((len(keyed), Fence("r1", epoch)))
+            keyed.append(((len(keyed), 0, 0), removal(FRONTIERS.name, Fence("r1", epoch))))
+    length = len(keyed)
+    if removed:
+        late = st.tuples(st.sampled_from(removed), st.integers(0, length))
+        for n, ((at, fence), after) in enumerate(draw(st.lists(late, max_size=4))):
+            keyed.append(((max(at, after), 1, n), removal(FRONTIERS.name, fence, "late")))
+    others = st.tuples(_appends(FRONTIERS, "r2", st.just(1)), st.integers(0, length))
+    for n, (append, after) in enumerate(draw(st.lists(others, max_size=3))):
+        keyed.append(((after, 2, n), append))
+    return [request for _, request in sorted(keyed, key=lambda k: k[0])], (
+        epochs if alive else None
+    )

@@ -21,7 +21,13 @@ from collection_manager.core.requests import (
     Request,
 )
 from collection_manager.testing.model import ModelStore
-from tests.unit.strategies import FRONTIERS, HYDRATION, MODEL_SPECS, model_streams
+from tests.unit.strategies import (
+    FRONTIERS,
+    HYDRATION,
+    MODEL_SPECS,
+    model_streams,
+    removal_histories,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
@@ -50,6 +56,50 @@ def test_append_then_delete_with_fence_drops_late_data() -> None:
     assert frontiers.fences.as_dict() == {"r1": 1}
     assert frontiers.snapshot() == ({_row("r2"): 1, _row("r1", 2): 1}, 5)
     assert [(e.time, e.diff) for e in frontiers.tail(3)] == [(3, -1), (3, -2), (5, 1)]
+
+
+def test_a_late_duplicate_removal_leaves_the_re_added_incarnation_s_rows() -> None:
+    # Issue 42: another controller's removal of epoch 1 arrives after the replica was
+    # removed (by its own add), added again at epoch 2, and appended.
+    store = ModelStore(MODEL_SPECS)
+    removal = Delete("frontiers", eq("replica_id", "r1"), "lease ended", Fence("r1", 1))
+    store.apply(_append("r1", 1, (_row("r1"), 1)))
+    store.apply(dataclasses.replace(removal, reason="re-added"))
+    store.apply(_append("r1", 2, (_row("r1", 1), 1)))
+    store.apply(removal)  # late: epoch 1 is fenced here already, so it retracts nothing
+    frontiers = store.collection("frontiers")
+    assert frontiers.state.rows() == {_row("r1", 1): 1}
+    assert frontiers.counters.retractions == 1
+    assert frontiers.latest_time == 4  # it still takes a time
+    assert frontiers.fences.as_dict() == {"r1": 1}
+    # The removal of epoch 2 itself retracts its rows.
+    store.apply(Delete("frontiers", eq("replica_id", "r1"), "removed", Fence("r1", 2)))
+    assert frontiers.state.rows() == {}
+    assert frontiers.fences.as_dict() == {"r1": 2}
+
+
+def _sums(appends: list[Append]) -> dict[object, int]:
+    sums: Counter[object] = Counter()
+    for append in appends:
+        for row, diff in append.updates:
+            sums[row] += diff
+    return {row: total for row, total in sums.items() if total != 0}
+
+
+@SETTINGS
+@given(removal_histories())
+def test_a_replica_holds_its_live_incarnation_s_rows_whatever_late_removals_come(
+    history: tuple[list[Request], int | None],
+) -> None:
+    """A fence for epoch e retracts only rows of incarnations with epoch <= e: however late
+    a duplicate removal arrives, the replica's rows are exactly its live incarnation's."""
+    requests, live = history
+    store = ModelStore(MODEL_SPECS)
+    store.apply_all(requests)
+    appends = [r for r in requests if isinstance(r, Append)]
+    mine = [a for a in appends if a.replica_id == "r1" and a.epoch == live]
+    others = [a for a in appends if a.replica_id == "r2"]
+    assert store.collection("frontiers").state.rows() == _sums(mine) | _sums(others)
 
 
 def test_invalid_retractions_are_counted_and_kept() -> None:
@@ -182,6 +232,13 @@ class _Fences:
     def fenced(self, append: Append) -> bool:
         return append.epoch <= self.dead.get((append.collection, append.replica_id), 0)
 
+    def superseded(self, delete: Delete) -> bool:
+        """Whether ``delete`` is fenced at an epoch its collection fences already."""
+        fence = delete.fence
+        if fence is None:
+            return False
+        return fence.epoch <= self.dead.get((delete.collection, fence.replica_id), 0)
+
     def record(self, request: Request) -> None:
         fences: list[tuple[str, str, int]] = []
         if isinstance(request, Delete) and request.fence is not None:
@@ -190,10 +247,16 @@ class _Fences:
             self.dead[(name, replica)] = max(epoch, self.dead.get((name, replica), 0))
 
 
-def _check_delete(store: ModelStore, request: Delete) -> None:
+def _check_delete(store: ModelStore, request: Delete, superseded: bool) -> None:
     collection = store.collection(request.collection)
-    matches = compile_filter(request.filter, collection.spec.column_names)
-    assert not [row for row, _ in collection.state if matches(row)]
+    before, log_length = collection.state.rows(), len(collection.log)
+    store.apply(request)
+    if superseded:  # a late duplicate removal: the replica's rows are a newer incarnation's
+        assert collection.state.rows() == before
+        assert len(collection.log) == log_length
+    else:
+        matches = compile_filter(request.filter, collection.spec.column_names)
+        assert not [row for row, _ in collection.state if matches(row)]
 
 
 def _check_append(store: ModelStore, request: Append, fenced: bool) -> None:
@@ -208,16 +271,18 @@ def _check_append(store: ModelStore, request: Append, fenced: bool) -> None:
 @SETTINGS
 @given(model_streams)
 def test_request_by_request_invariants(requests: list[Request]) -> None:
-    """After every delete no matching row remains; fenced appends never appear; each
-    write advances the collection's upper by one."""
+    """After every delete no matching row remains, but a fenced delete of an epoch already
+    fenced changes nothing; fenced appends never appear; each write advances the
+    collection's upper by one."""
     store, fences = ModelStore(MODEL_SPECS), _Fences()
     for request in requests:
         if isinstance(request, Append):
             _check_append(store, request, fences.fenced(request))
             continue
-        store.apply(request)
         if isinstance(request, Delete):
-            _check_delete(store, request)
+            _check_delete(store, request, fences.superseded(request))
+        else:
+            store.apply(request)
         fences.record(request)
     for name, collection in store.collections.items():
         writes = [r for r in requests if isinstance(r, Append | Delete) and r.collection == name]
