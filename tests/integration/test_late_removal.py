@@ -10,8 +10,8 @@ deletes are held up on their way to the broker (a partition leader moving); mean
 agent starts again, and its ``add_replica`` removes epoch 1 itself and adds epoch 2, which
 appends. Then the lease loop's deletes arrive: ``Delete(replica_id = r, fence = (r, 1))``
 behind epoch 2's append. The collection fences epoch 1 already (the add's own removal came
-first in that partition), so the late delete retracts nothing (docs/concepts/epochs-and-fences.md). Here the
-producers are fakes that keep the topic's order in a list, which the model
+first in that partition), so the late delete retracts nothing (docs/concepts/epochs-and-fences.md).
+Here the producers are fakes that keep the topic's order in a list, which the model
 (``collection_manager/testing/model.py``) and the Redis store both apply.
 """
 
