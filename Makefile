@@ -1,6 +1,7 @@
 # Two commands do all set-up from a fresh clone:
 #   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
-#   make test   - the same set-up, then ruff, mypy, the import-layer contract and pytest:
+#   make test   - the same set-up, then ruff, mypy, the import-layer contract, the docs site
+#                 (make docs) and pytest:
 #                 everything on local processes (two xdist workers), then the tests marked
 #                 `containers` (the pipeline, a fault, the agents) on the project's images
 #                 (CM_TEST_SERVICES=containers; skipped where no engine can run); the tests
@@ -10,7 +11,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: release setup demo test test-processes test-images test-slow test-containers soak lint unit bench infra-up infra-down infra-status clean distclean
+.PHONY: release setup demo test test-processes test-images test-slow test-containers soak lint docs unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
@@ -27,7 +28,7 @@ demo: setup
 
 # Every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md and its plots.
 bench: setup
-	$(BIN)/collection-manager bench all
+	$(BIN)/collection-manager bench run
 
 # The release of pyproject.toml's version from its tag: dist/X.Y.Z/ (sdist and wheel,
 # twine-checked) and the images tagged X.Y.Z where an engine answers (CHANGELOG.md).
@@ -40,12 +41,19 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The documentation site (mkdocs.yml), built strict: a link to a page or an anchor that is
+# not there, or a page left out of the nav, fails it. Built into a temporary directory,
+# removed after; seconds.
+docs: $(STAMP)
+	@site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
+		NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"
+
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
 # The passes one after the other: run at once, they took as long (15m28s against 15m18s
 # here: the two cores are busy either way) and printed nothing until each ended.
-test: setup lint
+test: setup lint docs
 	@$(MAKE) --no-print-directory test-processes
 	@$(MAKE) --no-print-directory test-images
 

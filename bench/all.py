@@ -177,8 +177,8 @@ PLAN = (
 
 
 def parser() -> argparse.ArgumentParser:
-    """The options of ``bench all``."""
-    parser = argparse.ArgumentParser(prog="collection-manager bench all", description=__doc__)
+    """The options of ``bench run``."""
+    parser = argparse.ArgumentParser(prog="collection-manager bench run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny scale: a smoke run")
     parser.add_argument("--out", type=Path, default=ROOT / "docs", help="where the report goes")
     parser.add_argument(

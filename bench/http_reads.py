@@ -185,7 +185,7 @@ def serving(env: dict[str, str], log: Path, **settings: str) -> Iterator[Server]
     env = {**env, "CM_HTTP_ADDRESS": "127.0.0.1:0", **settings}
     with open(log, "ab") as err:
         process = subprocess.Popen(
-            [*cli(), "serve"],
+            [*cli(), "server", "run"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -349,7 +349,7 @@ def query_read(env: dict[str, str], name: str, limit: int | None, log: Path) -> 
     """``collection-manager query NAME --format json [--limit N]`` as a process, its
     output read from a pipe: seconds from its start to its exit, its peak resident set
     (``ru_maxrss``), bytes and rows (counted after the clock stopped)."""
-    command = [*cli(), "query", name, "--format", "json"]
+    command = [*cli(), "collections", "query", name, "--format", "json"]
     if limit is not None:
         command += ["--limit", str(limit)]
     with open(log, "ab") as err:
@@ -783,7 +783,7 @@ def consuming(env: dict[str, str], topic: str, tmp: Path, log: Path) -> Iterator
     }
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [*cli(), "consume"],
+            [*cli(), "consumer", "run"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

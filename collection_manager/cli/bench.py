@@ -1,4 +1,4 @@
-"""``collection-manager bench all``: every benchmark, then ``docs/benchmarks.md`` and plots.
+"""``collection-manager bench run``: every benchmark, then ``docs/benchmarks.md`` and plots.
 
 The benchmarks live in the source checkout's ``bench/`` package, which is not installed:
 this runs ``python -m bench.all`` there, in a process of its own (which runs each
@@ -18,11 +18,11 @@ from collection_manager.core.errors import CollectionManagerError
 
 
 def register(commands: Any) -> None:
-    """Adds ``bench all``."""
+    """Adds ``bench run``."""
     bench = commands.add_parser("bench", help="run the benchmarks and write their report")
     which = bench.add_subparsers(dest="bench_command", required=True)
     every = which.add_parser(
-        "all", help="every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md"
+        "run", help="every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md"
     )
     every.add_argument("--quick", action="store_true", help="tiny scale: a smoke run")
     every.add_argument(

@@ -1,8 +1,8 @@
 """``functions list|load|remove``: the store's Redis libraries of every version
 (docs/concepts/upgrades.md).
 
-Readers and agents never load or replace a library; ``consume`` loads its own when it
-starts. An operator loads a new version's library ahead of a rollout (so that new readers
+Readers and agents never load or replace a library; ``consumer run`` loads its own when
+it starts. An operator loads a new version's library ahead of a rollout (so that new readers
 work before the new consumer runs) and removes an old one once no live process uses it.
 """
 
@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import TableView, add_format_option, show
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.storage.client import connected_client
@@ -39,13 +40,14 @@ def register(commands: Any) -> None:
     load = actions.add_parser(
         "load",
         help="load this version's library beside the others (before a rollout: "
-        "readers of this version need it; consume loads it too)",
+        "readers of this version need it; consumer run loads it too)",
     )
     load.set_defaults(run=run_load)
     remove = actions.add_parser(
         "remove", help="remove an old version's library; refused while a live process uses it"
     )
     remove.add_argument("name", help="the library, as `functions list` names it (cm_<version>)")
+    add_confirmation(remove)
     remove.set_defaults(run=run_remove)
 
 
@@ -62,7 +64,7 @@ def listing_table(libraries: list[LoadedLibrary], layout: int | str) -> TableVie
         rows=[
             (lib.name, lib.primaries, lib.user, "yes" if lib.current else "") for lib in libraries
         ],
-        empty="no store library loaded: `consume` or `functions load` loads this version's",
+        empty="no store library loaded: `consumer run` or `functions load` loads this version's",
         null="-",
     )
 
@@ -96,7 +98,10 @@ def run_load(_args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    """Removes one library that no live process uses."""
+    """Removes one library that no live process uses, once confirmed."""
+    what = f"remove the store library {args.name} from every Redis primary"
+    if (code := stop_before(args, what)) is not None:
+        return code
     client = _client()
     try:
         remove_library(client, args.name)

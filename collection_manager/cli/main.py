@@ -23,6 +23,7 @@ from collection_manager.cli import (
     serve,
     status,
 )
+from collection_manager.cli.deprecated import rewrite
 from collection_manager.cli.faults import (
     FAILED,
     INTERRUPTED,
@@ -32,7 +33,7 @@ from collection_manager.cli.faults import (
     causes,
     describe,
 )
-from collection_manager.cli.output import add_output_options, output_format
+from collection_manager.cli.output import output_format
 from collection_manager.config.errors import UsageError
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 
@@ -54,6 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
         self.add_argument(
             "-v",
             "--verbose",
@@ -66,15 +68,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\nsee: {self.prog} --help\n")
 
 
-class _Commands:
-    """``add_parser`` that makes each command's ``--help`` open with its one-line help."""
-
-    def __init__(self, subparsers: Any) -> None:
-        self._subparsers = subparsers
+class _Commands(argparse._SubParsersAction):
+    """Subcommands (nouns, and their verbs) whose ``--help`` opens with their one-line help,
+    and that know their whole command line (``collection-manager collections tail``) for
+    the line an error ends with."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         kwargs.setdefault("description", kwargs.get("help"))
-        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        parser.set_defaults(command_prog=parser.prog)
         return parser
 
 
@@ -83,9 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="collection-manager", description=DESCRIPTION)
     parser.set_defaults(verbose=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {release.describe()}")
-    add_output_options(parser, "the reading commands' output (see each one's --help)")
-    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    commands = _Commands(subparsers)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in SUBCOMMANDS:
         module.register(commands)
     return parser
@@ -94,12 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    # Unknown options are a source's own (`replica run --source NAME ...`), parsed by it.
+    # Old spellings (cli/deprecated.py) become new ones, each saying so once on stderr.
+    argv, notices = rewrite(sys.argv[1:] if argv is None else argv)
+    for line in notices:
+        print(line, file=sys.stderr)
+    # Unknown options are a source's own (`replicas run --source NAME ...`), parsed by it.
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "takes_source_options", False):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.source_args = rest
-    # Given before or after the command, or not at all (then: by where stdout goes).
+    # Given, or not (then: by where stdout goes); only the commands that print rows take it.
     args.format = output_format(getattr(args, "format", None))
     args.no_headers = getattr(args, "no_headers", False)
     logging.basicConfig(
@@ -116,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # an OSError, but no fault: entry() ends quietly
         raise
     except UsageError as exc:
-        print(f"error: {exc}\nsee: {parser.prog} {args.command} --help", file=sys.stderr)
+        print(f"error: {exc}\nsee: {args.command_prog} --help", file=sys.stderr)
         return USAGE
     except SERVICE_FAULTS as exc:
         print(f"error: {describe(exc)}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Running the pipeline: ``consume`` (the Spark consumer) and ``demo``."""
+"""Running the pipeline: ``consumer run`` (the Spark consumer) and ``demo``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from collection_manager import devservices
+from collection_manager.cli.deprecated import add_deprecated_option
 from collection_manager.config import (
     ConsumerConfig,
     InfraConfig,
@@ -24,8 +25,10 @@ N = TypeVar("N", int, float)
 
 
 def register(commands: Any) -> None:
-    """Adds ``consume`` and ``demo``."""
-    consume = commands.add_parser("consume", help="run the Spark consumer until SIGTERM")
+    """Adds ``consumer run`` and ``demo``."""
+    consumer = commands.add_parser("consumer", help="the Spark consumer")
+    runs = consumer.add_subparsers(dest="action", required=True)
+    consume = runs.add_parser("run", help="run the Spark consumer until SIGTERM")
     consume.add_argument("--master", help="Spark master (default CM_SPARK_MASTER or local[*])")
     consume.add_argument(
         "--duration", type=float, help="stop after this many seconds (default: until stopped)"
@@ -54,11 +57,13 @@ def register(commands: Any) -> None:
         help="replica agents (default 3, at least 3): one is removed, one killed",
     )
     demo.add_argument(
-        "--timeout",
+        "--within",
         type=float,
         default=120.0,
+        metavar="SECONDS",
         help="seconds any one wait may take, e.g. for the consumer to start (default 120)",
     )
+    add_deprecated_option(demo, "demo --timeout", "within", type=float)
     demo.set_defaults(run=run_demo)
 
 
@@ -81,7 +86,7 @@ def run_consume(args: argparse.Namespace) -> int:
 
 
 def _ready_line(topic: str, endpoints: devservices.Endpoints) -> Callable[[str | None], None]:
-    """Prints the line that says the consumer runs, as ``controller run`` and ``replica
+    """Prints the line that says the consumer runs, as ``controller run`` and ``replicas
     run`` do: with the listener's real address (the port 0 of a setting picks any)."""
 
     def ready(url: str | None) -> None:
@@ -101,7 +106,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from collection_manager.demo.runner import run_demo as demo
     from collection_manager.demo.view import LiveReporter, PlainReporter, render_summary
 
-    options = DemoOptions(args.duration, args.scale, args.replicas, args.timeout)
+    options = DemoOptions(args.duration, args.scale, args.replicas, args.within)
     console = Console()
     # SIGTERM unwinds like Ctrl-C, so the demo stops what it started either way.
     previous = signal.signal(signal.SIGTERM, _interrupt)

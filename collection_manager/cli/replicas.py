@@ -1,4 +1,4 @@
-"""Replicas and the controller: ``replica run|remove``, ``replicas``, ``controller run``."""
+"""Replicas and the controller: ``replicas list|run|sources|remove``, ``controller run``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from collection_manager import devservices
+from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
 from collection_manager.cli.source_options import (
     DEFAULT_SOURCE,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class AgentSources:
-    """What ``replica run --source`` chose: the sources, their collections, the step."""
+    """What ``replicas run --source`` chose: the sources, their collections, the step."""
 
     name: str
     collectors: Sequence[Any]  # the source's own metrics, if it has any
@@ -56,9 +57,19 @@ class AgentSources:
 
 
 def register(commands: Any) -> None:
-    """Adds ``replica``, ``replicas`` and ``controller``."""
-    replica = commands.add_parser("replica", help="run a replica agent, or remove a replica")
-    actions = replica.add_subparsers(dest="action", required=True)
+    """Adds ``replicas`` and ``controller``."""
+    replicas = commands.add_parser(
+        "replicas", help="list replicas, run a replica agent, or remove a replica"
+    )
+    actions = replicas.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="replicas, epochs, leases, heartbeats")
+    add_format_option(listing, {"replicas list": replicas_json(EXAMPLE_REPLICAS)})
+    listing.add_argument(
+        "--all",
+        action="store_true",
+        help="also the removed replicas still within the retention (CM_REPLICA_RETENTION_MS)",
+    )
+    listing.set_defaults(run=run_replicas)
     run = actions.add_parser(
         "run", help="add a replica and run its agent until SIGTERM", add_help=False
     )
@@ -73,7 +84,7 @@ def register(commands: Any) -> None:
         "--source",
         default=DEFAULT_SOURCE,
         help=f"what to introspect (default {DEFAULT_SOURCE}); its own options follow it "
-        "(below, and in `collection-manager replica sources`)",
+        "(below, and in `collection-manager replicas sources`)",
     )
     run.add_argument(
         "--rate",
@@ -94,7 +105,7 @@ def register(commands: Any) -> None:
     )
     run.set_defaults(run=run_replica, takes_source_options=True)
     sources = actions.add_parser(
-        "sources", help="the sources `replica run --source` can name, with their options"
+        "sources", help="the sources `replicas run --source` can name, with their options"
     )
     sources.set_defaults(run=run_sources)
     remove = actions.add_parser("remove", help="retract a replica's rows and fence its epoch")
@@ -104,16 +115,8 @@ def register(commands: Any) -> None:
         default="removed by an operator",
         help="recorded with the removal (default: removed by an operator)",
     )
+    add_confirmation(remove)
     remove.set_defaults(run=run_remove)
-
-    listing = commands.add_parser("replicas", help="replicas, epochs, leases, heartbeats")
-    add_format_option(listing, {"replicas": replicas_json(EXAMPLE_REPLICAS)})
-    listing.add_argument(
-        "--all",
-        action="store_true",
-        help="also the removed replicas still within the retention (CM_REPLICA_RETENTION_MS)",
-    )
-    listing.set_defaults(run=run_replicas)
 
     controller = commands.add_parser("controller", help="the controller's lease loop")
     loops = controller.add_subparsers(dest="action", required=True)
@@ -295,9 +298,15 @@ def _beating(health: Health, done: Callable[[], bool]) -> Callable[[], bool]:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    """Removes a replica: retracts its rows everywhere and fences its epoch."""
+    """Removes a replica, once confirmed: retracts its rows everywhere and fences its epoch."""
     controller = _controller(devservices.running(from_env(InfraConfig)))
     try:
+        what = (
+            f"remove replica {args.replica_id}: retract its rows from every collection and "
+            "fence its epoch (an agent still running under it stops)"
+        )
+        if (code := stop_before(args, what)) is not None:
+            return code
         epoch = controller.remove_replica(args.replica_id, args.reason)
     finally:
         controller.close()
@@ -322,7 +331,7 @@ def replicas_table(rows: Sequence[ReplicaStatus], now_ms: int) -> TableView:
         )
         for r in rows
     ]
-    empty = "no live replicas; start one with `collection-manager replica run --id r1`"
+    empty = "no live replicas; start one with `collection-manager replicas run --id r1`"
     return TableView(plural(len(rows), "replica"), columns, cells, empty, null="-")
 
 

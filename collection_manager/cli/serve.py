@@ -1,5 +1,5 @@
-"""``collection-manager serve``: the read-only HTTP API (``collection_manager/http``) until
-SIGTERM or Ctrl-C (or ``--duration``)."""
+"""``collection-manager server run``: the read-only HTTP API and the console
+(``collection_manager/http``) until SIGTERM or Ctrl-C (or ``--duration``)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ from collection_manager.http.service import start
 
 
 def register(commands: Any) -> None:
-    """Adds ``serve``."""
-    parser = commands.add_parser(
-        "serve",
+    """Adds ``server run``."""
+    server = commands.add_parser("server", help="the HTTP API and the console")
+    runs = server.add_subparsers(dest="action", required=True)
+    parser = runs.add_parser(
+        "run",
         help="a read-only HTTP API of the collections, their rows and changes, the replicas "
-        "and the status, until SIGTERM or Ctrl-C",
+        "and the status, and the console on it, until SIGTERM or Ctrl-C",
     )
     parser.add_argument(
         "--duration",

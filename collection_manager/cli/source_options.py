@@ -1,6 +1,6 @@
-"""The sources' own options in the CLI: ``replica sources`` and ``replica run --help``.
+"""The sources' own options in the CLI: ``replicas sources`` and ``replicas run --help``.
 
-A source's options follow ``--source NAME`` on the ``replica run`` line and are parsed by
+A source's options follow ``--source NAME`` on the ``replicas run`` line and are parsed by
 the source itself, so argparse does not know them; both places ask the plugins, and only
 when they are shown (loading every plugin would slow each start of the CLI).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from collection_manager.config.errors import ConfigError
 
-RUN_PROG = "collection-manager replica run"
+RUN_PROG = "collection-manager replicas run"
 DEFAULT_SOURCE = "simulated"
 
 
@@ -49,7 +49,7 @@ def sources_sections() -> str:
 
 
 class HelpWithSources(argparse._HelpAction):
-    """``-h``/``--help`` of ``replica run``: its help, then every source's own options."""
+    """``-h``/``--help`` of ``replicas run``: its help, then every source's own options."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
         parser.print_help()

@@ -161,7 +161,7 @@ def status_tables(
                 )
             )
     else:
-        line = "consumer: nothing recorded yet (is `collection-manager consume` running?)"
+        line = "consumer: nothing recorded yet (is `collection-manager consumer run` running?)"
         tables.append(TableView("consumer", [], [], line))
     if controller is not None:
         tables.append(controller_table(controller))

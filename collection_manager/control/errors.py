@@ -14,6 +14,6 @@ class NotAMemberError(CollectionManagerError):
 
     def __init__(self, replica_id: str) -> None:
         super().__init__(
-            f"replica {replica_id} is not a member; `collection-manager replicas` lists them"
+            f"replica {replica_id} is not a member; `collection-manager replicas list` lists them"
         )
         self.replica_id = replica_id

@@ -1,8 +1,8 @@
 """The demonstration: the product end to end, with one replica removed and one killed.
 
 ``run_demo`` starts (or reuses) Kafka and Redis, the Spark consumer as its own process, and
-one ``collection-manager replica run`` process per replica agent; the demo's own controller
-runs the lease loop, and ``collection-manager serve`` answers the HTTP API and the web
+one ``collection-manager replicas run`` process per replica agent; the demo's own controller
+runs the lease loop, and ``collection-manager server run`` answers the HTTP API and the web
 console, whose URL the demo prints first: the console shows the demo's fleet live. Once
 every replica's rows are in Redis, the controller removes one replica (a fenced delete
 retracts its rows at once) and the demo SIGKILLs another's agent (its rows stay until its
@@ -275,17 +275,17 @@ def _child_env(
 
 
 def _start_console(run: DemoRun) -> None:
-    """``serve``, the read-only HTTP API and its web console, on a free loopback port: it
+    """``server run``, the read-only HTTP API and its web console, on a free loopback port: it
     reads the demo's Redis (and Kafka, for the lag) with the children's settings, and is
     stopped with them."""
-    run.phase = "starting the console (collection-manager serve)"
+    run.phase = "starting the console (collection-manager server run)"
     address = _loopback_address()
-    run.serve = run.children.spawn("serve", ["serve"], {"CM_HTTP_ADDRESS": address})
+    run.serve = run.children.spawn("serve", ["server", "run"], {"CM_HTTP_ADDRESS": address})
     url = f"http://{address}"
     run.listeners["serve"] = url
     run.wait_for(lambda: _answers(url + "/healthz"), "the console's first answer")
     run.console = url + "/"
-    run.event(f"console: open {run.console} (serve, pid {run.serve.pid}): the fleet live")
+    run.event(f"console: open {run.console} (server, pid {run.serve.pid}): the fleet live")
 
 
 def _answers(url: str) -> bool:
@@ -332,7 +332,8 @@ def _start_consumer(run: DemoRun) -> None:
     run.phase = "starting the Spark consumer"
     launched = time.time()
     address = _loopback_address()
-    child = run.children.spawn("consumer", ["consume"], {"CM_CONSUMER_METRICS_ADDRESS": address})
+    address_setting = {"CM_CONSUMER_METRICS_ADDRESS": address}
+    child = run.children.spawn("consumer", ["consumer", "run"], address_setting)
     run.consumer = child
     run.listeners["consumer"] = f"http://{address}"
     run.wait_for(lambda: run.consumer_ran_after(launched), "the consumer's first micro-batch")
@@ -343,7 +344,7 @@ def _start_agents(run: DemoRun, options: DemoOptions, plan: Plan) -> None:
     run.phase = f"starting {len(plan.fates)} replica agents"
     dataflows = str(DATAFLOWS_PER_SCALE * options.scale)
     for replica in plan.fates:
-        args = ["replica", "run", "--id", replica, "--workers", str(WORKERS)]
+        args = ["replicas", "run", "--id", replica, "--workers", str(WORKERS)]
         args += ["--dataflows", dataflows, "--steps", str(plan.steps)]
         args += ["--state-file", str(run.children.state_file(replica))]
         address = _loopback_address()
@@ -360,7 +361,7 @@ def _start_real_replica(run: DemoRun) -> None:
     the ``openmetrics`` source into ``metric_samples``, beside the simulated replicas."""
     run.phase = f"starting {REAL_REPLICA}, a replica of real data"
     target = run.listeners["consumer"] + "/metrics"
-    args = ["replica", "run", "--id", REAL_REPLICA, "--source", "openmetrics", "--target", target]
+    args = ["replicas", "run", "--id", REAL_REPLICA, "--source", "openmetrics", "--target", target]
     run.real = run.children.spawn(REAL_REPLICA, args)
     run.wait_for(lambda: bool(_real_samples(run)), f"{REAL_REPLICA}'s samples in Redis")
     run.event(f"{REAL_REPLICA}: scrapes {target} into {METRIC_SAMPLES} (real data)")

@@ -217,6 +217,25 @@ class StoreReads:
         changes = list(log_changes(entries))
         return changes if limit is None else changes[:limit]
 
+    def newest(self, collection: str, count: int) -> tuple[list[LogEntry], int]:
+        """The newest ``count`` changes still in the log, oldest first, and the latest
+        readable time they go up to (read backwards in bounded steps: ``ChangeLog.newest``)."""
+        self.spec(collection)
+        readable = int(self._client.get(CollectionKeys(collection).time) or 0)
+        return ChangeLog(self._client, collection).newest(readable, count), readable
+
+    def newest_buckets(self, collection: str, count: int) -> CutChanges:
+        """A bucketed collection's newest ``count`` changes of each bucket up to its
+        readable cut now, each bucket's oldest first, and that cut (``tail_buckets``'s
+        ``since`` goes on from it)."""
+        spec = self.spec(collection)
+        cut = read_cut(self._client, spec, readable=True)
+        changes: list[tuple[int, Change[Row]]] = []
+        for bucket in range(spec.buckets):
+            log = ChangeLog(self._client, spec.unit(bucket).name)
+            changes += [(bucket, c) for c in log.newest(cut.times[bucket], count)]
+        return CutChanges(changes, cut)
+
     def size(self, collection: str) -> tuple[int, int]:
         """``(distinct rows, latest readable time)`` of ``collection``, read atomically.
 

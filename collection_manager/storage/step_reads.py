@@ -135,6 +135,27 @@ class ChangeLog:
                 return
             start = "(" + entries[-1][0].decode()
 
+    def newest(self, through: int, count: int) -> list[Change[Row]]:
+        """The newest ``count`` changes at times ``<= through``, oldest first: the log read
+        backwards, ``LOG_ENTRIES_PER_CALL`` entries a call, until they hold that many."""
+        chunks: list[list[Change[Row]]] = []  # newest entry first
+        found, end = 0, str(through)
+        while found < count:
+            entries = cast(
+                LogEntries,
+                self._client.xrevrange(self._key, max=end, min="-", count=LOG_ENTRIES_PER_CALL),
+            )
+            for entry in entries:
+                chunks.append(list(log_changes([entry])))
+                found += len(chunks[-1])
+                if found >= count:
+                    break
+            if len(entries) < LOG_ENTRIES_PER_CALL:
+                break
+            end = "(" + entries[-1][0].decode()
+        changes = [change for chunk in reversed(chunks) for change in chunk]
+        return changes[max(0, len(changes) - count) :]
+
     def trimmed_through(self) -> int:
         """The latest time of a change trimmed from the log (0: none was).
 

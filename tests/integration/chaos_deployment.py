@@ -180,7 +180,11 @@ class Deployment:
     def finish_removal(self, agent: Agent) -> None:
         """``replica remove`` until the retiring ``agent`` stopped (or attempts ran out)."""
         for _ in range(REMOVE_ATTEMPTS):
-            run_cli(["replica", "remove", agent.replica_id, "--reason", "chaos"], 120, **self.env)
+            run_cli(
+                ["replicas", "remove", agent.replica_id, "--reason", "chaos", "--yes"],
+                120,
+                **self.env,
+            )
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline:
                 if not agent.running():
@@ -211,7 +215,7 @@ class Deployment:
 
     def members(self) -> dict[str, dict[str, object]]:
         """The controller's member records (``replicas --all``), by replica id."""
-        done = run_cli(["replicas", "--all", "--format", "json"], 120, **self.env)
+        done = run_cli(["replicas", "list", "--all", "--format", "json"], 120, **self.env)
         if done.returncode != 0:
             raise AssertionError(f"replicas failed: {done.stderr[-500:]}")
         return {row["replica_id"]: row for row in json.loads(done.stdout)}
@@ -231,7 +235,7 @@ class Deployment:
         self._incarnations[replica_id] += 1
         n = self._incarnations[replica_id]
         state_file = self.states / f"{replica_id}-{n}.json"
-        argv = ["replica", "run", "--id", replica_id, "--state-file", str(state_file)]
+        argv = ["replicas", "run", "--id", replica_id, "--state-file", str(state_file)]
         log = self.logs / f"agent-{replica_id}-{n}.log"
         process = self._spawn(argv + self._agent_argv, log)
         self.agents[replica_id] = Agent(replica_id, n, process, log, state_file)

@@ -34,7 +34,7 @@ def start_consumer(
     appended to ``log``."""
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "collection_manager.cli.main", "consume"]
+            [sys.executable, "-m", "collection_manager.cli.main", "consumer", "run"]
             + (["-v"] if verbose else []),
             env=env,
             cwd=cwd,

@@ -149,7 +149,7 @@ def test_replicas_publish_to_their_buckets_and_a_removal_reaches_one(
         assert_eventually(lambda: applied(REPLICAS), timeout=180, interval=0.5)
         assert store.snapshot(collection).rows == _held(REPLICAS)
 
-        assert _cli(capsys, "replica", "remove", REMOVED)[0] == 0
+        assert _cli(capsys, "replicas", "remove", REMOVED, "--yes")[0] == 0
         kept = tuple(r for r in REPLICAS if r != REMOVED)
         assert_eventually(lambda: applied(kept), timeout=60, interval=0.5)
         # One fenced delete, keyed by the removed replica's bucket: only there is the fence.
@@ -157,7 +157,7 @@ def test_replicas_publish_to_their_buckets_and_a_removal_reaches_one(
         fences = {b: store.fences(f"{collection}#{b}") for b in range(BUCKETS)}
         assert {b: f for b, f in fences.items() if f} == {removed_bucket: {REMOVED: 1}}
 
-        status, out, err = _cli(capsys, "collections", "describe", collection, "--format", "json")
+        status, out, err = _cli(capsys, "collections", "show", collection, "--format", "json")
         described = json.loads(out)
         assert (status, err, described["buckets"], described["rows"]) == (0, "", 4, 10)
         assert [b["rows"] for b in described["bucket_rows"]] == [

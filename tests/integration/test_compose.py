@@ -29,7 +29,20 @@ def engine(docker_engine: Engine) -> dict[str, str]:
 
 
 def _rows_by_replica(compose: list[str], env: dict[str, str], cli: str = "cli") -> Counter[str]:
-    out = run([*compose, "run", "--rm", cli, "query", "hydration_status", "--format", "json"], env)
+    out = run(
+        [
+            *compose,
+            "run",
+            "--rm",
+            cli,
+            "collections",
+            "query",
+            "hydration_status",
+            "--format",
+            "json",
+        ],
+        env,
+    )
     return Counter(entry["row"]["replica_id"] for entry in json.loads(out)["rows"])
 
 

@@ -60,7 +60,7 @@ BAD_TERM = "no_such_column=1"
 def _agent(replica_id: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """A simulated replica that changes its rows every step until it is stopped."""
     command = [
-        sys.executable, "-m", "collection_manager.cli.main", "replica", "run", "--id", replica_id,
+        sys.executable, "-m", "collection_manager.cli.main", "replicas", "run", "--id", replica_id,
         "--workers", "2", "--dataflows", "2", "--duration", "600",
     ]  # fmt: skip
     with open(log, "ab") as out:
@@ -70,7 +70,7 @@ def _agent(replica_id: str, env: dict[str, str], log: Path) -> subprocess.Popen[
 
 
 def _serve(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "collection_manager.cli.main", "serve"]
+    command = [sys.executable, "-m", "collection_manager.cli.main", "server", "run"]
     with open(log, "ab") as out:
         return subprocess.Popen(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

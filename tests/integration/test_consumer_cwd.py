@@ -78,7 +78,7 @@ def test_consume_in_a_directory_with_a_schemas_package_applies_everything(
     env.pop("PYTHONSAFEPATH", None)  # the test process may have it from its own session
     # The installed command, as an operator runs it: its own directory, not the working
     # directory, is first on the driver's sys.path; the workers are what is tested here.
-    command = [str(Path(sys.executable).parent / "collection-manager"), "consume"]
+    command = [str(Path(sys.executable).parent / "collection-manager"), "consumer", "run"]
     log = tmp_path / "consumer.log"
     with open(log, "ab") as out:
         consumer = subprocess.Popen(

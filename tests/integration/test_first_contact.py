@@ -75,7 +75,9 @@ def _ok(session: UserSession, command: str) -> str:
 
 def _rows_of_r1(session: UserSession) -> list[dict[str, object]]:
     rows = json.loads(
-        _ok(session, f"{CM} query compute_frontiers --where replica_id=r1 --format json")
+        _ok(
+            session, f"{CM} collections query compute_frontiers --where replica_id=r1 --format json"
+        )
     )
     assert rows["rows"], rows
     return rows["rows"]
@@ -85,8 +87,8 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
     assert "started: kafka, redis" in _ok(session, f"{CM} infra up")
     # As the README lists them: the consumer, then the agents, without waiting between
     # (the agents' first requests create the request topic the consumer waits for).
-    consume = session.start("consume", f"{CM} consume")
-    agents = {n: session.start(n, f"{CM} replica run --id {n}") for n in ("r1", "r2")}
+    consume = session.start("consume", f"{CM} consumer run")
+    agents = {n: session.start(n, f"{CM} replicas run --id {n}") for n in ("r1", "r2")}
     for name, agent in agents.items():
         _ready(agent, re.compile(rf"^replica {name} running at epoch \d+", re.MULTILINE))
     url = _ready(consume, CONSUME_READY).group(4)
@@ -94,10 +96,12 @@ def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> 
     assert http_get(f"{url}/healthz")[0] == 200
 
     assert_eventually(lambda: _rows_of_r1(session), timeout=START_S, interval=1.0)
-    changes = _ok(session, f"{CM} tail error_counts -f --format json | head -5").splitlines()
+    changes = _ok(
+        session, f"{CM} collections tail error_counts -f --format json | head -5"
+    ).splitlines()
     assert len(changes) == 5 and all(json.loads(change) for change in changes), changes
     assert _ok(session, f"{CM} status").splitlines()[1].startswith("running")  # the consumer
-    assert "removed replica r1" in _ok(session, f"{CM} replica remove r1")
+    assert "removed replica r1" in _ok(session, f"{CM} replicas remove r1 --yes")
 
     # Removed by an operator, the agent stops on its own: exit status 1, as documented.
     assert agents["r1"].process.wait(60) == 1, agents["r1"].output()

@@ -181,10 +181,12 @@ def test_rows_as_json_are_the_document_query_prints(
     name = plain.spec.name
     answer = get(f"{api}/api/v1/collections/{name}/rows")
     assert answer.headers["Content-Type"] == "application/json"
-    assert answer.json() == cli_json(capsys, "query", name)
+    assert answer.json() == cli_json(capsys, "collections", "query", name)
     assert answer.json()["as_of"] == 3
     narrowed = get(f"{api}/api/v1/collections/{name}/rows", params={"where": ["worker_id>=1"]})
-    assert narrowed.json() == cli_json(capsys, "query", name, "--where", "worker_id>=1")
+    assert narrowed.json() == cli_json(
+        capsys, "collections", "query", name, "--where", "worker_id>=1"
+    )
     both = {"where": ["replica_id=r1", "count!=null"]}
     rows = get(f"{api}/api/v1/collections/{name}/rows", params=both).json()["rows"]
     assert [r["row"]["count"] for r in rows] == [6]
@@ -220,7 +222,7 @@ def test_rows_of_a_bucketed_collection_are_read_at_one_cut(
     answer = get(f"{api}/api/v1/collections/{name}/rows").json()
     assert isinstance(answer["as_of"], str) and len(answer["as_of"].split(",")) == BUCKETS
     assert len(answer["rows"]) == 16
-    assert answer == cli_json(capsys, "query", name)
+    assert answer == cli_json(capsys, "collections", "query", name)
     one = replicas_of(2, 1)[0]
     pinned = get(f"{api}/api/v1/collections/{name}/rows", params={"where": f"replica_id={one}"})
     assert {r["row"]["replica_id"] for r in pinned.json()["rows"]} == {one}
@@ -663,7 +665,7 @@ def test_serve_runs_until_sigterm_and_refuses_a_wide_address_without_a_token(
         "CM_STATE_DIR": str(tmp_path / "state"),
         "CM_HTTP_ADDRESS": "127.0.0.1:0",
     }
-    command = [str(Path(sys.executable).with_name("collection-manager")), "serve"]
+    command = [str(Path(sys.executable).with_name("collection-manager")), "server", "run"]
     server = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -77,7 +77,9 @@ def _nodes(session: UserSession) -> dict[str, dict[str, object]]:
 
 
 def _rows_of_r1(session: UserSession) -> list[object]:
-    out = _ok(session, f"{CM} query compute_frontiers --where replica_id=r1 --format json")
+    out = _ok(
+        session, f"{CM} collections query compute_frontiers --where replica_id=r1 --format json"
+    )
     rows = json.loads(out)["rows"]
     assert rows, out
     return list(rows)
@@ -100,8 +102,8 @@ def test_infra_up_replicated_runs_the_pipeline_and_down_leaves_nothing(
     assert sorted(nodes) == sorted(NODES)
     assert all(row["source"] == "replicated" and row["answers"] for row in nodes.values())
 
-    consume = session.start("consume", f"{CM} consume")
-    agent = session.start("r1", f"{CM} replica run --id r1")
+    consume = session.start("consume", f"{CM} consumer run")
+    agent = session.start("r1", f"{CM} replicas run --id r1")
     _ready(agent, re.compile(r"^replica r1 running at epoch \d+", re.MULTILINE))
     _ready(consume, CONSUME_READY)
     assert_eventually(lambda: _rows_of_r1(session), timeout=START_S, interval=1.0)

@@ -132,48 +132,56 @@ def test_query_and_tail_show_a_group_whole_or_not_at_all(
     capsys: pytest.CaptureFixture[str], writer: Writer, store: RedisStore
 ) -> None:
     name = writer.spec.name
-    before = cli_json(capsys, "query", name)
+    before = cli_json(capsys, "collections", "query", name)
     assert before["as_of"] == "1,1,1,1" and len(before["rows"]) == 16
     _, rest, group = half_applied(writer)
 
-    during = cli_json(capsys, "query", name)
+    during = cli_json(capsys, "collections", "query", name)
     assert during["as_of"] == "1,1,1,2"  # bucket 0 held back to before its part of the group
     expected = rows_of(before) | {(R[3][1], 5, "alone"): 1}
     assert rows_of(during) == expected
-    pinned = cli_json(capsys, "query", name, "--where", f"replica_id={R[0][0]}")
+    pinned = cli_json(capsys, "collections", "query", name, "--where", f"replica_id={R[0][0]}")
     assert (pinned["as_of"], len(pinned["rows"])) == ("1,1,1,2", 2)  # not the group's changes
-    changes = cli_json(capsys, "tail", name, "--since", "0")
+    changes = cli_json(capsys, "collections", "tail", name, "--since", "0", "-n", "1000")
     assert {c["as_of"] for c in changes} == {"1,1,1,2"}
     assert sum(changes_of(changes).values()) == 17 and all(
         c["row"]["note"] != "new" for c in changes
     )
 
     writer.apply(*rest)
-    after = cli_json(capsys, "query", name)
+    after = cli_json(capsys, "collections", "query", name)
     assert after["as_of"] == "2,2,2,2"
     for row, diff in group:
         expected[row] = expected.get(row, 0) + diff
     assert rows_of(after) == {row: n for row, n in expected.items() if n}
-    newer = cli_json(capsys, "tail", name, "--since", during["as_of"])
+    newer = cli_json(capsys, "collections", "tail", name, "--since", during["as_of"], "-n", "1000")
     assert changes_of(newer) == Counter(
         (bucket_of(row[0], BUCKETS), 2, *row, diff) for row, diff in group
     )
-    assert cli_json(capsys, "tail", name, "--since", after["as_of"]) == []
+    assert (
+        cli_json(capsys, "collections", "tail", name, "--since", after["as_of"], "-n", "1000") == []
+    )
+    # Without --since: each bucket's newest, read through the cut now.
+    newest = cli_json(capsys, "collections", "tail", name, "-n", "1")
+    assert {c["as_of"] for c in newest} == {"2,2,2,2"}
+    assert sorted(c["bucket"] for c in newest) == list(range(BUCKETS))
 
     # --limit: each row exact, at the one cut; the same cut in a table's title.
-    some = cli_json(capsys, "query", name, "--limit", "3")
+    some = cli_json(capsys, "collections", "query", name, "--limit", "3")
     assert some["as_of"] == "2,2,2,2" and len(some["rows"]) == 3
     assert rows_of(some).items() <= rows_of(after).items()
     capsys.readouterr()
-    assert main(["query", name, "--format", "table"]) == 0
+    assert main(["collections", "query", name, "--format", "table"]) == 0
     assert capsys.readouterr().out.startswith(f"{name} at cut 2,2,2,2: {len(after['rows'])} rows")
-    assert main(["tail", name, "--since", "1,2"]) == 2
+    assert main(["collections", "tail", name, "--since", "1,2"]) == 2
     assert "is no cut of 4 buckets" in capsys.readouterr().err
 
     # --expiry: each row's TTL from its own bucket.
     expiring = Append(name, "writer", 1, (((R[1][1], 7, "ttl"), 1),), 0, ttl_ms=600_000)
     writer.apply(*route_append(expiring, writer.spec))
-    shown = cli_json(capsys, "query", name, "--expiry", "--where", f"replica_id={R[1][1]}")
+    shown = cli_json(
+        capsys, "collections", "query", name, "--expiry", "--where", f"replica_id={R[1][1]}"
+    )
     assert {e["row"]["worker_id"]: e["expires_at"] is not None for e in shown["rows"]} == {
         0: False,
         1: False,
@@ -188,15 +196,24 @@ def test_a_fanned_out_delete_is_shown_whole(
     parts = route_delete(Delete(name, eq("worker_id", 1)), writer.spec)
     assert len(parts) == BUCKETS
     writer.apply(*parts[:3])
-    assert len(cli_json(capsys, "query", name)["rows"]) == 16
+    assert len(cli_json(capsys, "collections", "query", name)["rows"]) == 16
     writer.apply(parts[3])
-    found = cli_json(capsys, "query", name)
+    found = cli_json(capsys, "collections", "query", name)
     assert found["as_of"] == "2,2,2,2" and {row[1] for row in rows_of(found)} == {0}
 
 
 def _follow(name: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "collection_manager.cli.main", "tail", name, "-f", *args],
+        [
+            sys.executable,
+            "-m",
+            "collection_manager.cli.main",
+            "collections",
+            "tail",
+            name,
+            "-f",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -208,7 +225,7 @@ def test_tail_follow_prints_a_group_once_it_is_whole_and_each_change_once(
     writer: Writer, store: RedisStore
 ) -> None:
     name = writer.spec.name
-    lines = _follow(name, "--format", "tsv")
+    lines = _follow(name, "-n", "0", "--format", "tsv")
     from_start = _follow(name, "--since", "0", "--format", "json")
     try:
         assert lines.stdout is not None and from_start.stdout is not None
@@ -280,7 +297,7 @@ def test_the_data_sources_read_at_the_cut_query_reads_at(
 
     try:
         _, rest, _ = half_applied(writer)
-        by_cli = cli_json(capsys, "query", name)
+        by_cli = cli_json(capsys, "collections", "query", name)
         assert spark_rows() == (rows_of(by_cli), {"1,1,1,2"})
         assert frame().rdd.getNumPartitions() == BUCKETS
         assert frame(partitions="2").rdd.getNumPartitions() == 2 * BUCKETS
@@ -288,11 +305,15 @@ def test_the_data_sources_read_at_the_cut_query_reads_at(
         one = frame().where(f"replica_id = '{R[2][0]}'")
         assert one.rdd.getNumPartitions() == 1  # only the bucket the filter pins
         assert len(one.collect()) == 2
-        assert delivered() == changes_of(cli_json(capsys, "tail", name, "--since", "0"))
+        assert delivered() == changes_of(
+            cli_json(capsys, "collections", "tail", name, "--since", "0", "-n", "1000")
+        )
 
         writer.apply(*rest)
-        by_cli = cli_json(capsys, "query", name)
+        by_cli = cli_json(capsys, "collections", "query", name)
         assert spark_rows() == (rows_of(by_cli), {"2,2,2,2"})
-        assert delivered() == changes_of(cli_json(capsys, "tail", name, "--since", "0"))
+        assert delivered() == changes_of(
+            cli_json(capsys, "collections", "tail", name, "--since", "0", "-n", "1000")
+        )
     finally:
         query.stop()

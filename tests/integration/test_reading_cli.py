@@ -103,13 +103,13 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
 
 
 def test_query_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], collection: str) -> None:
-    status, out, err = run(capsys, "query", collection)
+    status, out, err = run(capsys, "collections", "query", collection)
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == f"{collection} at time 3: 2 rows"
     assert "replica_id" in lines[2] and "(count)" in lines[2]
     assert cells(out, "r1") == [["r1", "0", "true", "6", "1"], ["r1", "1", "false", "null", "1"]]
-    assert run_json(capsys, "query", collection) == {
+    assert run_json(capsys, "collections", "query", collection) == {
         "collection": collection,
         "as_of": 3,
         "rows": [
@@ -123,13 +123,18 @@ def test_query_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], colle
 
 
 def test_query_where_and_no_rows(capsys: pytest.CaptureFixture[str], collection: str) -> None:
-    found = run_json(capsys, "query", collection, "--where", "replica_id=r1", "--where", "count>5")
+    found = run_json(
+        capsys, "collections", "query", collection, "--where", "replica_id=r1", "--where", "count>5"
+    )
     assert [entry["row"]["count"] for entry in found["rows"]] == [6]
-    found = run_json(capsys, "query", collection, "--where", "count=null")
+    found = run_json(capsys, "collections", "query", collection, "--where", "count=null")
     assert [entry["row"]["worker_id"] for entry in found["rows"]] == [1]
-    status, out, _ = run(capsys, "query", collection, "--where", "replica_id=r2")
+    status, out, _ = run(capsys, "collections", "query", collection, "--where", "replica_id=r2")
     assert (status, out) == (0, f"{collection} at time 3: no rows matching replica_id = 'r2'\n")
-    assert run_json(capsys, "query", collection, "--where", "replica_id=r2")["rows"] == []
+    assert (
+        run_json(capsys, "collections", "query", collection, "--where", "replica_id=r2")["rows"]
+        == []
+    )
 
 
 def test_query_limit_stops_at_that_many_rows_each_exact(
@@ -138,28 +143,30 @@ def test_query_limit_stops_at_that_many_rows_each_exact(
     # Past Redis's compact encoding, so that the scan takes steps and stops early.
     updates = [(("r3", w, w % 2 == 0, w), 1 + w % 3) for w in range(5_000)]
     store.apply_requests(f"t-{collection}", 0, [(3, Append(collection, "r3", 1, updates, 0))])
-    whole = run_json(capsys, "query", collection)
+    whole = run_json(capsys, "collections", "query", collection)
     assert len(whole["rows"]) == 5_002
     exact = {json.dumps(e["row"], sort_keys=True): e["count"] for e in whole["rows"]}
     for limit in (1, 7, 2_500):
-        some = run_json(capsys, "query", collection, "--limit", str(limit))
+        some = run_json(capsys, "collections", "query", collection, "--limit", str(limit))
         assert len(some["rows"]) == limit and some["as_of"] == whole["as_of"]
         for entry in some["rows"]:
             assert exact[json.dumps(entry["row"], sort_keys=True)] == entry["count"]
-    limited = run_json(capsys, "query", collection, "--where", "replica_id=r1", "--limit", "9")
+    limited = run_json(
+        capsys, "collections", "query", collection, "--where", "replica_id=r1", "--limit", "9"
+    )
     assert len(limited["rows"]) == 2
-    status, out, _ = run(capsys, "query", collection, "--limit", "3")
+    status, out, _ = run(capsys, "collections", "query", collection, "--limit", "3")
     assert status == 0
     assert out.splitlines()[0] == (
         f"{collection} at time 4: 3 rows (--limit 3: the first the read found; there may be more)"
     )
     with pytest.raises(SystemExit) as usage:
-        main(["query", collection, "--limit", "0"])
+        main(["collections", "query", collection, "--limit", "0"])
     assert usage.value.code == 2 and "must be at least 1, not 0" in capsys.readouterr().err
 
 
 def test_tail_prints_the_changes(capsys: pytest.CaptureFixture[str], collection: str) -> None:
-    changes = run_json(capsys, "tail", collection)
+    changes = run_json(capsys, "collections", "tail", collection)
     assert sorted(
         (c["time"], c["row"]["worker_id"], c["row"]["count"], c["diff"]) for c in changes
     ) == [
@@ -171,19 +178,35 @@ def test_tail_prints_the_changes(capsys: pytest.CaptureFixture[str], collection:
         (3, 0, 6, 1),
     ]
     assert list(changes[0]["row"]) == ["replica_id", "worker_id", "hydrated", "count"]
-    assert [c["time"] for c in run_json(capsys, "tail", collection, "--since", "2")] == [2, 3, 3]
-    assert len(run_json(capsys, "tail", collection, "--limit", "2")) == 2
-    status, out, _ = run(capsys, "tail", collection, "--since", "2")
+    assert [
+        c["time"] for c in run_json(capsys, "collections", "tail", collection, "--since", "2")
+    ] == [2, 3, 3]
+    newest = run_json(capsys, "collections", "tail", collection, "-n", "2")
+    assert [(c["time"], c["diff"]) for c in newest] == [(3, -1), (3, 1)]  # oldest to newest
+    first = run_json(capsys, "collections", "tail", collection, "--since", "0", "-n", "2")
+    assert [c["time"] for c in first] == [1, 1]
+    status, out, _ = run(capsys, "collections", "tail", collection, "-n", "3")
+    assert out.splitlines()[0] == f"{collection}: the newest 3 changes, through time 3"
+    status, out, _ = run(capsys, "collections", "tail", collection, "--since", "2")
     assert status == 0
     assert out.splitlines()[0] == f"{collection}: 3 changes at times >= 2"
     assert any("r2" in line and "-2" in line for line in out.splitlines())
-    status, out, _ = run(capsys, "tail", collection, "--since", "4")
+    status, out, _ = run(capsys, "collections", "tail", collection, "--since", "4")
     assert out == f"{collection}: no changes at times >= 4 (its latest time is 3)\n"
 
 
 def _follow(collection: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "collection_manager.cli.main", "tail", collection, "-f", *args],
+        [
+            sys.executable,
+            "-m",
+            "collection_manager.cli.main",
+            "collections",
+            "tail",
+            collection,
+            "-f",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -198,7 +221,8 @@ def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
 ) -> None:
     """From the latest time on by default, from ``--since`` when given; a line per change,
     none twice, in time order; Ctrl-C or SIGTERM ends it with 0."""
-    new, since_two = _follow(collection), _follow(collection, "--since", "2", "--format", "json")
+    new = _follow(collection, "-n", "0")
+    since_two = _follow(collection, "--since", "2", "--format", "json")
     try:
         # Before the append: the header of the one (printed once it knows where to start),
         # what exists at times 2 and 3 from the other.
@@ -231,7 +255,7 @@ def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], colle
         "columns": ["replica_id", "worker_id", "hydrated", "count"],
         "indexed_columns": ["replica_id"],
     }
-    described = run_json(capsys, "collections", "describe", collection)
+    described = run_json(capsys, "collections", "show", collection)
     assert described["columns"][0] == {
         "name": "replica_id",
         "type": "string",
@@ -239,7 +263,7 @@ def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], colle
         "indexed": True,
     }
     assert (described["rows"], described["time"], described["counters"]["requests"]) == (2, 3, 3)
-    status, out, _ = run(capsys, "collections", "describe", collection)
+    status, out, _ = run(capsys, "collections", "show", collection)
     assert status == 0
     assert out.splitlines()[0] == f"{collection}: 2 rows at time 3"
 
@@ -250,15 +274,15 @@ def test_query_and_describe_show_row_ttls(
     now, hour = wall_clock_ms(), 3_600_000  # an hour: no retraction timer gets there
     refresh = Append(collection, "r1", 1, [(("r1", 1, False, None), 0)], 0, ttl_ms=hour)
     store.apply_requests("ttl", 0, [(0, refresh)], now_ms=now)
-    rows = run_json(capsys, "query", collection, "--expiry")["rows"]
+    rows = run_json(capsys, "collections", "query", collection, "--expiry")["rows"]
     assert [(r["row"]["worker_id"], r["expires_at"]) for r in rows] == [(0, None), (1, now + hour)]
-    status, out, _ = run(capsys, "query", collection, "--expiry")
+    status, out, _ = run(capsys, "collections", "query", collection, "--expiry")
     assert status == 0 and "expires" in out.splitlines()[2]
     [without, [*_, expires]] = cells(out, "r1")
     assert without[-1] == "-" and expires.endswith(("(in 59min)", "(in 60min)"))
-    described = run_json(capsys, "collections", "describe", collection)
+    described = run_json(capsys, "collections", "show", collection)
     assert described["ttl"] == {"rows": 1, "next_expiry": now + hour}
-    status, out, _ = run(capsys, "collections", "describe", collection)
+    status, out, _ = run(capsys, "collections", "show", collection)
     assert out.splitlines()[0].startswith(f"{collection}: 2 rows at time 4; 1 row with a TTL, ")
 
 
@@ -366,12 +390,12 @@ def test_replicas_lists_members(
     topic: str,
 ) -> None:
     monkeypatch.setenv("CM_TOPIC", topic)
-    status, out, _ = run(capsys, "replicas")
+    status, out, _ = run(capsys, "replicas", "list")
     assert (status, out) == (
         0,
         "no live replicas; start one with `collection-manager replica run --id r1`\n",
     )
-    assert run_json(capsys, "replicas") == []
+    assert run_json(capsys, "replicas", "list") == []
     config = ReplicaConfig(replica_namespace=f"cm:replicas:{cli_env}")
     controller = Controller.connect(kafka, endpoints.redis_url, topic, config)
     first, second = f"{cli_env}-a", f"{cli_env}-b"
@@ -381,15 +405,15 @@ def test_replicas_lists_members(
         controller.remove_replica(second, "removed by the test")
     finally:
         controller.close()
-    listed = run_json(capsys, "replicas", "--all")
+    listed = run_json(capsys, "replicas", "list", "--all")
     assert [(r["replica_id"], r["epoch"], r["state"], r["reason"]) for r in listed] == [
         (first, 1, "active", ""),
         (second, 1, "removed", "removed by the test"),
     ]
     assert listed[0]["lease_expires_ms"] is not None
     assert listed[1]["lease_expires_ms"] is None
-    assert [r["replica_id"] for r in run_json(capsys, "replicas")] == [first]  # live only
-    status, out, _ = run(capsys, "replicas", "--all")
+    assert [r["replica_id"] for r in run_json(capsys, "replicas", "list")] == [first]  # live only
+    status, out, _ = run(capsys, "replicas", "list", "--all")
     assert [row[:3] for row in cells(out, cli_env)] == [
         [first, "1", "active"],
         [second, "1", "removed"],
@@ -400,29 +424,32 @@ def test_replicas_lists_members(
     ("argv", "message"),
     [
         (
-            ["query", "{collection}x"],
+            ["collections", "query", "{collection}x"],
             "unknown collection '{collection}x' (did you mean '{collection}'?); collections: ",
         ),
-        (["tail", "{collection}x"], "unknown collection '{collection}x' (did you mean"),
-        (["collections", "describe", "{collection}x"], "unknown collection '{collection}x'"),
         (
-            ["query", "{collection}", "--where", "nope=1"],
+            ["collections", "tail", "{collection}x"],
+            "unknown collection '{collection}x' (did you mean",
+        ),
+        (["collections", "show", "{collection}x"], "unknown collection '{collection}x'"),
+        (
+            ["collections", "query", "{collection}", "--where", "nope=1"],
             f"unknown column 'nope'; columns of {{collection}}: {COLUMNS}",
         ),
         (
-            ["query", "{collection}", "--where", "count==1"],
+            ["collections", "query", "{collection}", "--where", "count==1"],
             "unknown operator '==' (did you mean '='?); operators: =, !=, <, <=, >, >=, ^=",
         ),
         (
-            ["query", "{collection}", "--where", "count=x"],
+            ["collections", "query", "{collection}", "--where", "count=x"],
             "count is a long column; expected an integer",
         ),
         (
-            ["query", "{collection}", "--where", "hydrated=yes"],
+            ["collections", "query", "{collection}", "--where", "hydrated=yes"],
             "hydrated is a boolean column; expected true or false",
         ),
         (
-            ["query", "{collection}", "--where", "count"],
+            ["collections", "query", "{collection}", "--where", "count"],
             "expected COLUMN<op>VALUE, e.g. replica_id=r1",
         ),
     ],
@@ -469,16 +496,19 @@ BOX_DRAWING = {chr(c) for c in range(0x2500, 0x2580)}
 @pytest.mark.parametrize(
     ("argv", "header"),
     [
-        (["query", "{c}"], "replica_id\tworker_id\thydrated\tcount\t(count)"),
-        (["query", "{c}", "--where", "replica_id=r1", "--limit", "1"], "replica_id\tworker_id"),
-        (["tail", "{c}"], "time\treplica_id\tworker_id\thydrated\tcount\tdiff"),
+        (["collections", "query", "{c}"], "replica_id\tworker_id\thydrated\tcount\t(count)"),
+        (
+            ["collections", "query", "{c}", "--where", "replica_id=r1", "--limit", "1"],
+            "replica_id\tworker_id",
+        ),
+        (["collections", "tail", "{c}"], "time\treplica_id\tworker_id\thydrated\tcount\tdiff"),
         (["collections", "list"], "name\trows\ttime\tcolumns\tindexed"),
-        (["collections", "describe", "{c}"], "column\ttype"),
+        (["collections", "show", "{c}"], "column\ttype"),
         (["status"], "collection\trows\ttime"),
-        (["replicas", "--all"], "id\tepoch"),
+        (["replicas", "list", "--all"], "id\tepoch"),
         (["infra", "status"], "service\tsource\taddress"),
     ],
-    ids=["query", "query-where", "tail", "list", "describe", "status", "replicas", "infra"],
+    ids=["query", "query-where", "tail", "list", "show", "status", "replicas", "infra"],
 )
 def test_a_piped_read_prints_tab_separated_lines_without_box_drawing(
     collection: str, argv: list[str], header: str

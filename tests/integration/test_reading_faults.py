@@ -18,12 +18,12 @@ SECRET = "s3cret-Pa55"
 # Port 1 on loopback: nothing listens, so a client is refused at once.
 NOWHERE = "127.0.0.1:1"
 READS = [
-    ["query", "error_counts"],
-    ["query", "error_counts", "--format", "json"],
-    ["tail", "error_counts", "--since", "0"],
+    ["collections", "query", "error_counts"],
+    ["collections", "query", "error_counts", "--format", "json"],
+    ["collections", "tail", "error_counts", "--since", "0"],
     ["collections", "list"],
-    ["collections", "describe", "error_counts"],
-    ["replicas"],
+    ["collections", "show", "error_counts"],
+    ["replicas", "list"],
     ["status"],
     ["status", "--format", "json"],
 ]
@@ -64,7 +64,7 @@ def test_reads_say_one_line_with_redis_down(argv: list[str], endpoints: Any) -> 
 
 def test_verbose_adds_causes_but_no_secret(endpoints: Any) -> None:
     url = f"redis://user:{SECRET}@{NOWHERE}/0"
-    done = run_cli(["-v", "query", "error_counts"], CM_REDIS_URL=url)
+    done = run_cli(["-v", "collections", "query", "error_counts"], CM_REDIS_URL=url)
     assert done.returncode == 1
     assert "caused by" in done.stderr
     assert SECRET not in done.stderr

@@ -147,7 +147,7 @@ def _start_exporter(redis_url: str, port: int, log: Path) -> subprocess.Popen[by
 
 def _start_agent(replica: Replica, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "collection_manager.cli.main", "replica", "run",
+        sys.executable, "-m", "collection_manager.cli.main", "replicas", "run",
         "--id", replica.replica_id, "--source", "openmetrics", "--target", replica.target,
     ]  # fmt: skip
     with open(log, "ab") as out:
@@ -342,7 +342,7 @@ def test_a_real_fleet_is_introspected_through_its_exporters(
         held = _stored_samples(store, samples, last.replica_id)
         where = f"replica_id={last.replica_id}"
         done = run_cli(
-            ["query", samples, "--where", where, "--format", "json"],
+            ["collections", "query", samples, "--where", where, "--format", "json"],
             60,
             CM_REDIS_URL=endpoints.redis_url,
         )

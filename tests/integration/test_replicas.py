@@ -204,7 +204,7 @@ def _start_agent_process(
     replica_id: str, env: dict[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "collection_manager.cli.main", "replica", "run", "--id", replica_id,
+        sys.executable, "-m", "collection_manager.cli.main", "replicas", "run", "--id", replica_id,
         "--workers", "2", "--dataflows", "2", "--steps", "3", "--duration", "600",
     ]  # fmt: skip
     with open(log, "ab") as out:

@@ -139,7 +139,7 @@ def _slot(collection: str) -> int:
 def _query(redis_url: str, collection: str) -> subprocess.Popen[str]:
     """``query`` as a user types it: its default timeout rides through a failover."""
     return subprocess.Popen(
-        [sys.executable, "-m", "collection_manager.cli.main", "query", collection,
+        [sys.executable, "-m", "collection_manager.cli.main", "collections", "query", collection,
          "--format", "json"],
         env={**os.environ, "CM_REDIS_URL": redis_url},
         stdout=subprocess.PIPE,

@@ -102,13 +102,15 @@ def test_a_rolling_upgrade_and_a_downgrade_lose_nothing(
 
     # The last release runs the pipeline, and its reader reads.
     fleet.start("controller", last.version, old, ["controller", "run"])
+    # The last release's spellings: `consume`, `replica run`, `query` (CHANGELOG.md).
     wait_for_consumer(redis, topic, fleet.start("consumer", last.version, old, ["consume"]))
     for replica in REPLICAS:
         argv = ["replica", "run", "--id", replica, "--steps", FIRST_STEPS, "--rate", RATE]
         fleet.start(replica, last.version, old, argv)
     assert_eventually(lambda: _has_rows(store, frontiers, REPLICAS), timeout=120)
-    query = ["query", frontiers, "--format", "json"]
-    readers = [Reader(last.version, old, query, fleet.env, tmp_path)]
+    old_query = ["query", frontiers, "--format", "json"]
+    query = ["collections", "query", frontiers, "--format", "json"]
+    readers = [Reader(last.version, old, old_query, fleet.env, tmp_path)]
     readers[0].start()
 
     # Upgrading, in CHANGELOG.md's order: the functions, then one process at a time.
@@ -119,11 +121,11 @@ def test_a_rolling_upgrade_and_a_downgrade_lose_nothing(
     assert fleet.stop("controller") == 0
     fleet.start("controller", "new", NEW, ["controller", "run"])
     assert fleet.stop("consumer") == 0
-    wait_for_consumer(redis, topic, fleet.start("consumer", "new", NEW, ["consume"]))
+    wait_for_consumer(redis, topic, fleet.start("consumer", "new", NEW, ["consumer", "run"]))
     states = {replica: tmp_path / f"{replica}.json" for replica in REPLICAS}
     for replica in REPLICAS:
         assert fleet.stop(replica) == 0  # a clean stop removes the replica: rows retracted
-        argv = ["replica", "run", "--id", replica, "--steps", LAST_STEPS, "--rate", RATE]
+        argv = ["replicas", "run", "--id", replica, "--steps", LAST_STEPS, "--rate", RATE]
         fleet.start(replica, "new", NEW, [*argv, "--state-file", str(states[replica])])
 
     # ... and the consumer back to the last release.

@@ -141,7 +141,10 @@ def test_wrong_credentials_end_with_one_line_that_names_the_fault_not_the_secret
     kafka_listeners: SecuredKafka, redis_url: str, certificates: Certificates, tmp_path: Path
 ) -> None:
     wrong = "wrong-pw-0b5e"
-    done = run_cli(["query", "error_counts"], CM_REDIS_URL=redis_url.replace(REDIS_PASSWORD, wrong))
+    done = run_cli(
+        ["collections", "query", "error_counts"],
+        CM_REDIS_URL=redis_url.replace(REDIS_PASSWORD, wrong),
+    )
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "refused the user and password in CM_REDIS_URL" in done.stderr, done.stderr

@@ -109,7 +109,7 @@ def test_a_sql_join_equals_the_join_of_the_cli_queries_at_the_same_time(
 
     monkeypatch.setenv("CM_REDIS_URL", endpoints.redis_url)
     monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", endpoints.kafka_bootstrap)
-    by_cli = {name: _cli_json(capsys, "query", name) for name in (sizes, hydration)}
+    by_cli = {name: _cli_json(capsys, "collections", "query", name) for name in (sizes, hydration)}
     expected = Counter(
         {
             (*s["row"].values(), h["row"]["hydrated"], h["row"]["note"]): s["count"] * h["count"]
@@ -170,7 +170,7 @@ def test_a_filter_on_an_indexed_column_reads_only_its_rows_and_gives_what_spark_
 
 
 def _tail(capsys: pytest.CaptureFixture[str], name: str) -> Counter[tuple[Any, ...]]:
-    changes = _cli_json(capsys, "tail", name, "--since", "0", "--limit", "100000")
+    changes = _cli_json(capsys, "collections", "tail", name, "--since", "0", "-n", "100000")
     return Counter((c["time"], *c["row"].values(), c["diff"]) for c in changes)
 
 

@@ -206,8 +206,8 @@ def test_the_functions_commands(
     assert listed["layout"] == LAYOUT
     mine = {"name": library_name(), "primaries": 1, "user": None, "current": True}
     assert mine in listed["libraries"]
-    assert main(["functions", "remove", "cm"]) == 0
+    assert main(["functions", "remove", "cm", "--yes"]) == 0
     assert capsys.readouterr().out == "removed cm\n"
     assert "cm" not in names(redis)
-    assert main(["functions", "remove", "nosuch"]) == 1
+    assert main(["functions", "remove", "nosuch", "--yes"]) == 1
     assert capsys.readouterr().err.startswith("error: 'nosuch' is no library of the store")

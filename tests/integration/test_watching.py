@@ -128,7 +128,7 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             _cli(["controller", "run"], cli_env, CM_CONTROLLER_METRICS_ADDRESS=controller_at)
         )
         others.append(
-            _cli(["replica", "run", "--id", "r1"], cli_env, CM_AGENT_METRICS_ADDRESS=agent_at)
+            _cli(["replicas", "run", "--id", "r1"], cli_env, CM_AGENT_METRICS_ADDRESS=agent_at)
         )
 
         def all_scraped() -> None:

@@ -445,7 +445,7 @@ def test_quick_run_is_flagged() -> None:
     assert "Quick run" not in render(results, {})
     results["quick"] = True
     assert "Quick run" in render(results, {})
-    assert "bench all --quick" in render(results, {})
+    assert "bench run --quick" in render(results, {})
 
 
 @pytest.mark.parametrize(
@@ -671,10 +671,10 @@ def test_notes_written_by_hand_end_the_page() -> None:
     assert "## Notes" not in render(fixture(), {})
 
 
-def test_bench_all_is_a_subcommand() -> None:
+def test_bench_run_is_a_subcommand() -> None:
     from collection_manager.cli.main import build_parser
 
-    args = build_parser().parse_args(["bench", "all", "--quick", "--out", "/tmp/x"])
+    args = build_parser().parse_args(["bench", "run", "--quick", "--out", "/tmp/x"])
     assert callable(args.run)
     assert args.quick
     assert args.out == Path("/tmp/x")

@@ -17,31 +17,54 @@ def test_every_subcommand_parses() -> None:
     parser = build_parser()
     for argv in (
         ["infra", "status"],
-        ["query", "c", "--where", "a=1", "--where", "b>=2", "--format", "json"],
-        ["tail", "c", "--since", "3", "--limit", "10", "--format", "json"],
+        ["collections", "query", "c", "--where", "a=1", "--where", "b>=2", "--format", "json"],
+        ["collections", "tail", "c", "--since", "3", "-n", "10", "--format", "json"],
+        ["collections", "tail", "c", "-n", "5", "-f"],
+        ["progress", "show", "--format", "json"],
+        ["server", "run", "--duration", "1"],
         ["collections", "list", "--format", "json"],
-        ["collections", "describe", "c"],
+        ["collections", "show", "c"],
         ["status", "--format", "json"],
-        ["replicas", "--format", "json"],
-        ["consume", "--duration", "1"],
+        ["replicas", "list", "--format", "json"],
+        ["consumer", "run", "--duration", "1"],
         ["demo"],
     ):
         assert callable(parser.parse_args(argv).run)
 
 
-@pytest.mark.parametrize("command", ["query", "tail", "status", "replicas", "collections"])
-def test_reading_commands_take_format_table_tsv_or_json_before_or_after(command: str) -> None:
-    argv = [command, *(["c"] if command in ("query", "tail") else [])]
-    argv = [*argv, "list"] if command == "collections" else argv
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["collections", "query", "c"],
+        ["collections", "tail", "c"],
+        ["collections", "list"],
+        ["collections", "show", "c"],
+        ["status"],
+        ["replicas", "list"],
+        ["progress", "show"],
+        ["functions", "list"],
+        ["infra", "status"],
+    ],
+)
+def test_row_printing_commands_take_format_table_tsv_or_json(argv: list[str]) -> None:
     parser = build_parser()
     assert not hasattr(parser.parse_args(argv), "format")  # then: by where stdout goes
     for fmt in ("table", "tsv", "json"):
         assert parser.parse_args([*argv, "--format", fmt]).format == fmt
-        assert parser.parse_args(["--format", fmt, *argv]).format == fmt
     assert parser.parse_args([*argv, "--no-headers"]).no_headers
-    assert parser.parse_args(["--no-headers", *argv]).no_headers
     with pytest.raises(SystemExit):
         parser.parse_args([*argv, "--format", "yaml"])
+
+
+def test_format_before_the_command_still_works_once_deprecated(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("CM_REDIS_URL", raising=False)
+    monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
+    assert main(["--format", "json", "collections", "list"]) == 1  # no Redis: after parsing
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "collection-manager: '--format' before the command is deprecated; give it after the command"
+    )
 
 
 def test_without_a_format_a_terminal_gets_tables_and_a_pipe_tab_separated_lines(
@@ -60,21 +83,21 @@ def test_tab_separated_cells_stay_one_line_each() -> None:
     )
 
 
-def test_tail_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tail_count_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["tail", "c", "--limit", "0"])
-    assert "must be at least 1" in capsys.readouterr().err
+        main(["collections", "tail", "c", "-n", "-1"])
+    assert "must be 0 or more" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("argv", "missing"),
     [
-        (["query", "c"], "redis"),
-        (["tail", "c"], "redis"),
-        (["replicas"], "redis"),
+        (["collections", "query", "c"], "redis"),
+        (["collections", "tail", "c"], "redis"),
+        (["replicas", "list"], "redis"),
         (["collections", "list"], "redis"),
-        (["replica", "remove", "r1"], "kafka"),
-        (["consume"], "kafka"),
+        (["replicas", "remove", "r1"], "kafka"),
+        (["consumer", "run"], "kafka"),
         (["controller", "run"], "kafka"),
     ],
 )
@@ -100,7 +123,7 @@ def test_a_state_file_needs_steps(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CM_STATE_DIR", str(tmp_path))
-    argv = ["replica", "run", "--id", "r1", "--state-file", str(tmp_path / "s.json")]
+    argv = ["replicas", "run", "--id", "r1", "--state-file", str(tmp_path / "s.json")]
     assert main(argv) == 1
     assert capsys.readouterr().err == "error: --state-file needs --steps\n"
     assert list(tmp_path.iterdir()) == []  # refused before starting anything
@@ -120,10 +143,10 @@ def test_version_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "verbose"),
     [
-        (["replicas"], False),
-        (["-v", "replicas"], True),
-        (["replicas", "-v"], True),
-        (["replica", "run", "--id", "r1", "--verbose"], True),
+        (["replicas", "list"], False),
+        (["-v", "replicas", "list"], True),
+        (["replicas", "list", "-v"], True),
+        (["replicas", "run", "--id", "r1", "--verbose"], True),
         (["collections", "list", "-v"], True),
     ],
 )

@@ -44,21 +44,24 @@ def test_a_bad_argument_is_one_error_line_and_the_help_to_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["tail", "error_counts", "--since", "-5"])
+        main(["collections", "tail", "error_counts", "--since", "-5"])
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "error: argument --since: times start at 0, not -5",
-        "see: collection-manager tail --help",
+        "see: collection-manager collections tail --help",
     ]
 
 
-@pytest.mark.parametrize("command", ["query", "tail", "status", "consume", "replica", "setup"])
+@pytest.mark.parametrize(
+    "command",
+    ["collections query", "collections tail", "status", "consumer run", "replicas", "setup"],
+)
 def test_every_help_opens_with_what_the_command_does(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        main([command, "--help"])
+        main([*command.split(), "--help"])
     out = capsys.readouterr().out
     description = out.split("\n\n")[1]
     assert not description.startswith(("positional", "options")), out

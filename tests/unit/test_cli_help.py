@@ -39,20 +39,24 @@ def _is_group(parser: argparse.ArgumentParser) -> bool:
 def test_the_walk_finds_every_command() -> None:
     paths = {" ".join(path) for path, _ in ALL}
     for expected in (
-        "query",
-        "tail",
+        "collections query",
+        "collections tail",
         "collections list",
-        "collections describe",
+        "collections show",
         "collections create",
         "collections drop",
         "infra up",
         "infra status",
         "controller run",
-        "replica run",
-        "replica remove",
+        "consumer run",
+        "server run",
+        "replicas list",
+        "replicas run",
+        "replicas remove",
+        "progress show",
         "progress reset",
         "status",
-        "replicas",
+        "bench run",
     ):
         assert expected in paths
 

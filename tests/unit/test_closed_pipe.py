@@ -40,7 +40,7 @@ def _into_closed_pipe(argv: tuple[str, ...], state_dir: Path) -> subprocess.Comp
 @pytest.mark.parametrize(
     "argv",
     [
-        ("replica", "sources"),  # pages of lines, written at exit's flush when piped
+        ("replicas", "sources"),  # pages of lines, written at exit's flush when piped
         ("infra", "status"),  # a table, from the state file alone
     ],
 )
@@ -51,7 +51,7 @@ def test_a_closed_pipe_ends_the_command_quietly_with_141(
     assert (done.returncode, done.stderr) == (PIPE_CLOSED, "")
 
 
-@pytest.mark.parametrize("argv", [("--help",), ("replica", "run", "--help")])
+@pytest.mark.parametrize("argv", [("--help",), ("replicas", "run", "--help")])
 def test_help_into_a_closed_pipe_says_nothing(argv: tuple[str, ...], tmp_path: Path) -> None:
     # argparse drops a failed write of its help and exits 0: so with a help longer than
     # stdout's buffer (written at once); a shorter one fails at entry()'s flush: 141.

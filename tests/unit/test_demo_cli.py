@@ -10,7 +10,7 @@ from collection_manager.cli.main import build_parser
 def test_defaults() -> None:
     args = build_parser().parse_args(["demo"])
 
-    assert (args.duration, args.scale, args.replicas, args.timeout) == (30.0, 1, 3, 120.0)
+    assert (args.duration, args.scale, args.replicas, args.within) == (30.0, 1, 3, 120.0)
 
 
 @pytest.mark.parametrize(

@@ -34,10 +34,10 @@ def silent_redis() -> Iterator[socket.socket]:
 
 def test_done_is_0_and_a_fault_is_1_and_bad_usage_is_2() -> None:
     assert _run("--version").returncode == 0
-    refused = _run("query", "error_counts", CM_REDIS_URL="redis://127.0.0.1:1")
+    refused = _run("collections", "query", "error_counts", CM_REDIS_URL="redis://127.0.0.1:1")
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: Redis at redis://127.0.0.1:1 does not answer")
-    usage = _run("query", "error_counts", "--limit", "0")
+    usage = _run("collections", "query", "error_counts", "--limit", "0")
     assert usage.returncode == 2 and "must be at least 1, not 0" in usage.stderr
     assert _run("no-such-command").returncode == 2
 

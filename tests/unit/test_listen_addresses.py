@@ -12,7 +12,7 @@ from collection_manager.cli.main import main
     ("argv", "setting"),
     [
         (["controller", "run"], "CM_CONTROLLER_METRICS_ADDRESS"),
-        (["replica", "run", "--id", "r1"], "CM_AGENT_METRICS_ADDRESS"),
+        (["replicas", "run", "--id", "r1"], "CM_AGENT_METRICS_ADDRESS"),
     ],
 )
 def test_a_bad_listen_address_is_refused_before_connecting(

@@ -10,19 +10,13 @@ from typing import Any
 import pytest
 
 from collection_manager.cli.collections import (
-    EXAMPLE_BUCKETED,
-    EXAMPLE_CUT_LOG,
     EXAMPLE_CUT_SNAPSHOT,
-    EXAMPLE_LOG,
     EXAMPLE_SNAPSHOT,
-    cut_tail_json,
     describe_json,
     list_json,
     list_table,
     query_json,
     query_table,
-    tail_json,
-    tail_table,
 )
 from collection_manager.cli.main import main
 from collection_manager.cli.output import (
@@ -45,6 +39,14 @@ from collection_manager.cli.status import (
     status_json,
     status_tables,
     unpublished_summary,
+)
+from collection_manager.cli.tail import (
+    EXAMPLE_BUCKETED,
+    EXAMPLE_CUT_LOG,
+    EXAMPLE_LOG,
+    cut_tail_json,
+    tail_json,
+    tail_table,
 )
 from collection_manager.cli.where import OPERATORS, parse_where
 from collection_manager.control.controller import ReplicaStatus
@@ -218,7 +220,7 @@ def test_tail_json_and_table() -> None:
     assert view.title == "error_counts: 2 changes at times >= 3"
     assert view.rows == [(3, "r1", "e", 1, 1), (4, "r1", "e", 1, -1)]
     limited = tail_table(ERRORS, entries, since=3, limit=2, latest=4)
-    assert "(the first 2; raise --limit or --since for more)" in limited.title
+    assert "(the first 2; raise -n or --since for more)" in limited.title
     empty = tail_table(ERRORS, [], since=7, limit=100, latest=4)
     assert empty.empty == "error_counts: no changes at times >= 7 (its latest time is 4)"
 
@@ -412,7 +414,7 @@ def test_replicas_json_and_table() -> None:
         ("r1", 2, "removed", None, None, "2025-01-01 12:00:00Z (now)", "lease expired")
     ]
     assert view.null == "-"
-    assert "replica run --id" in replicas_view([], 0).empty
+    assert "replicas run --id" in replicas_view([], 0).empty
 
 
 # Printing
@@ -455,39 +457,47 @@ def _examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> dict[st
 
 def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
     bucketed = dataclasses.replace(FRONTIERS, name=EXAMPLE_BUCKETED, buckets=4)
-    assert _examples(["query"], capsys) == {
-        "query compute_frontiers": query_json(FRONTIERS, EXAMPLE_SNAPSHOT),
-        f"query {EXAMPLE_BUCKETED}": query_json(bucketed, EXAMPLE_CUT_SNAPSHOT),
+    assert _examples(["collections", "query"], capsys) == {
+        "collections query compute_frontiers": query_json(FRONTIERS, EXAMPLE_SNAPSHOT),
+        f"collections query {EXAMPLE_BUCKETED}": query_json(bucketed, EXAMPLE_CUT_SNAPSHOT),
     }
-    assert _examples(["tail"], capsys) == {
-        "tail compute_frontiers --since 41": tail_json(FRONTIERS, EXAMPLE_LOG),
-        f"tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(bucketed, EXAMPLE_CUT_LOG),
+    assert _examples(["collections", "tail"], capsys) == {
+        "collections tail compute_frontiers --since 41": tail_json(FRONTIERS, EXAMPLE_LOG),
+        f"collections tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(
+            bucketed, EXAMPLE_CUT_LOG
+        ),
     }
-    assert _examples(["replicas"], capsys) == {"replicas": replicas_json(EXAMPLE_REPLICAS)}
+    assert _examples(["replicas", "list"], capsys) == {
+        "replicas list": replicas_json(EXAMPLE_REPLICAS)
+    }
     status = _examples(["status"], capsys)["status"]
     assert status["consumer"] == EXAMPLE_CONSUMER
     assert status["unpublished_dead_letters"] == EXAMPLE_UNPUBLISHED
     assert _examples(["collections"], capsys) == {}  # a group: its commands show theirs
     assert list(_examples(["collections", "list"], capsys)) == ["collections list"]
-    described = _examples(["collections", "describe"], capsys)
+    described = _examples(["collections", "show"], capsys)
     assert list(described) == [
-        "collections describe compute_frontiers",
-        "collections describe frontiers_by_replica",
+        "collections show compute_frontiers",
+        "collections show frontiers_by_replica",
     ]
-    bucketed = described["collections describe frontiers_by_replica"]
+    bucketed = described["collections show frontiers_by_replica"]
     assert bucketed["buckets"] == 4 and bucketed["bucket_column"] == "replica_id"
     assert [b["rows"] for b in bucketed["bucket_rows"]] == [0, 2, 0, 0]
 
 
 def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -> None:
-    query = _examples(["query"], capsys)["query compute_frontiers"]
+    query = _examples(["collections", "query"], capsys)["collections query compute_frontiers"]
     assert list(query) == ["collection", "as_of", "rows"]
     assert list(query["rows"][0]) == ["row", "count"]
-    tail = _examples(["tail"], capsys)["tail compute_frontiers --since 41"]
+    tail = _examples(["collections", "tail"], capsys)[
+        "collections tail compute_frontiers --since 41"
+    ]
     assert list(tail[0]) == ["time", "row", "diff"]
-    bucketed = _examples(["query"], capsys)[f"query {EXAMPLE_BUCKETED}"]
+    bucketed = _examples(["collections", "query"], capsys)[f"collections query {EXAMPLE_BUCKETED}"]
     assert list(bucketed) == ["collection", "as_of", "rows"] and bucketed["as_of"] == "12,40,7,9"
-    cut_tail = _examples(["tail"], capsys)[f"tail {EXAMPLE_BUCKETED} --since 12,40,7,9"]
+    cut_tail = _examples(["collections", "tail"], capsys)[
+        f"collections tail {EXAMPLE_BUCKETED} --since 12,40,7,9"
+    ]
     assert list(cut_tail[0]) == ["bucket", "time", "row", "diff", "as_of"]
     status = _examples(["status"], capsys)["status"]
     assert list(status) == [
@@ -509,7 +519,7 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
     ]
     assert list(status["collections"][0]) == ["name", "rows", "time", "counters"]
     assert list(status["collections"][0]["counters"]) == list(SHOWN_COUNTERS)
-    replica = _examples(["replicas"], capsys)["replicas"][0]
+    replica = _examples(["replicas", "list"], capsys)["replicas list"][0]
     assert list(replica) == [
         "replica_id",
         "epoch",

@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 import redis
 
-from collection_manager.cli.collections import (
+from collection_manager.cli.collections import query_json, query_table
+from collection_manager.cli.tail import (
     at_least,
     cut_tail_json,
     cut_tail_table,
     parse_since,
-    query_json,
-    query_table,
     since_argument,
 )
 from collection_manager.config.errors import UsageError
@@ -145,7 +144,7 @@ def test_tail_of_a_bucketed_collection_names_each_change_s_bucket_and_the_cut() 
 
 def test_a_limited_tail_says_where_to_go_on_and_an_empty_one_the_cut_now() -> None:
     limited = cut_tail_table(BUCKETED, _changes(True), Cut((12, 40, 7, 9)), limit=2)
-    assert limited.title.endswith("(--limit 2 reached; go on with --since 13,40,8,9)")
+    assert limited.title.endswith("(-n 2 reached; go on with --since 13,40,8,9)")
     nothing = CutChanges([], Cut((12, 40, 7, 9)))
     empty = cut_tail_table(BUCKETED, nothing, Cut((12, 40, 7, 9)), limit=100)
     assert empty.rows == []
@@ -344,6 +343,6 @@ def test_query_of_a_bucketed_collection_waits_through_a_failover_and_prints_the_
     monkeypatch.setattr(cli_collections, "_redis_answers", lambda: True)
     from collection_manager.cli.main import main
 
-    assert main(["query", "fb", "--format", "json"]) == 0
+    assert main(["collections", "query", "fb", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["as_of"] == "12,40,7,9"
     assert store.failures == 0 and 0.1 in no_sleep  # tried again, after a pause

@@ -29,14 +29,14 @@ def fake_controller(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_removing_no_member_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replica", "remove", "nosuch"]) == 1
+    assert main(["replicas", "remove", "nosuch", "--yes"]) == 1
     captured: Any = capsys.readouterr()
     assert (captured.out, captured.err) == (
         "",
-        "error: replica nosuch is not a member; `collection-manager replicas` lists them\n",
+        "error: replica nosuch is not a member; `collection-manager replicas list` lists them\n",
     )
 
 
 def test_removing_a_member_says_what_was_fenced(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replica", "remove", "r1"]) == 0
+    assert main(["replicas", "remove", "r1", "--yes"]) == 0
     assert capsys.readouterr().out == "removed replica r1: epoch 3 fenced, its rows retracted\n"

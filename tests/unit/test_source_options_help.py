@@ -24,7 +24,7 @@ def test_every_source_option_says_its_default(name: str) -> None:
 
 
 def test_replica_sources_shows_the_simulated_defaults(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replica", "sources"]) == 0
+    assert main(["replicas", "sources"]) == 0
     out = capsys.readouterr().out
     assert "simulated workers (default 4)" in out
     assert "simulated dataflows (default 8)" in out
@@ -34,7 +34,7 @@ def test_replica_run_help_shows_the_options_of_each_source(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["replica", "run", "--help"])
+        main(["replicas", "run", "--help"])
     assert exited.value.code == 0
     out = " ".join(capsys.readouterr().out.split())  # one line: help wraps where it likes
     for shown in (

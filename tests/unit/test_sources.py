@@ -94,7 +94,7 @@ def test_openmetrics_refuses_no_ttl_and_a_timeout_that_would_stop_the_agent() ->
 
 def test_other_commands_still_refuse_unknown_options(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["replicas", "--workers", "2"])
+        main(["replicas", "list", "--workers", "2"])
     assert exit_info.value.code == 2
     assert "unrecognized arguments: --workers 2" in capsys.readouterr().err
 
@@ -293,7 +293,7 @@ def test_a_third_party_source_is_found_by_name_without_changing_the_product(
     done = _python_with(site, "-c", code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'beams': [((0,), 1), ((90,), 1), ((180,), 1)]}"
-    listing = _python_with(site, "-m", "collection_manager.cli.main", "replica", "sources")
+    listing = _python_with(site, "-m", "collection_manager.cli.main", "replicas", "sources")
     assert listing.returncode == 0, listing.stderr
     assert "lighthouse: the beams of a lighthouse" in listing.stdout
     assert "--beams BEAMS" in listing.stdout
@@ -310,7 +310,7 @@ def test_a_broken_plugin_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
 def test_the_sources_listing_shows_each_source_and_its_defaults(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["replica", "sources"]) == 0
+    assert main(["replicas", "sources"]) == 0
     out = capsys.readouterr().out
     assert "simulated: simulated compute replicas" in out
     assert "openmetrics: a real replica's Prometheus /metrics" in out
@@ -334,7 +334,7 @@ def test_replica_run_refuses_a_bad_source_before_connecting(
     monkeypatch.setenv("CM_REDIS_URL", "redis://127.0.0.1:1")
     monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", "127.0.0.1:1")
     usage = "unrecognized" in error or "required" in error or "invalid" in error
-    assert main(["replica", "run", "--id", "r1", *args]) == (2 if usage else 1)
+    assert main(["replicas", "run", "--id", "r1", *args]) == (2 if usage else 1)
     err = capsys.readouterr().err
     assert error in err and "Traceback" not in err, err
 

@@ -1,0 +1,399 @@
+"""``collections tail``: a collection's change log, the newest changes by default.
+
+As Unix ``tail``: the newest ``-n`` changes (default 10), oldest to newest; ``--since``
+the changes from a time on (of a bucketed collection, after a cut), at most ``-n``, to go
+on from where the last read stopped; ``-f`` goes on printing new changes as they come.
+Every Redis call is bounded: the newest are read backwards from the end of the log, a few
+entries a call (``ChangeLog.newest``), never the whole log.
+
+A bucketed collection has a time per bucket and no order across them: its newest changes
+are each bucket's newest ``-n``, printed with their bucket and the cut the read went
+through (``as_of``), which ``--since`` takes back to go on after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from collection_manager.cli.deprecated import add_deprecated_option
+from collection_manager.cli.output import (
+    TableView,
+    add_format_option,
+    collection_spec,
+    header,
+    plural,
+    show,
+    tsv_line,
+)
+from collection_manager.config.errors import UsageError
+from collection_manager.core.cut import Cut, CutError
+from collection_manager.core.names import check_collection_name
+from collection_manager.core.specs import CollectionSpec
+from collection_manager.reading.rows import as_object
+from collection_manager.storage.reads import CutChanges
+from collection_manager.storage.store import LogEntry, RedisStore
+
+FOLLOW_POLL_S = 0.5
+DEFAULT_COUNT = 10
+EXAMPLE_BUCKETED = "frontiers_by_replica"
+EXAMPLE_LOG = [
+    LogEntry(41, ("r1", "u1", 0, 40), -1),
+    LogEntry(41, ("r1", "u1", 0, 41), 1),
+]
+EXAMPLE_CUT_LOG = CutChanges([(1, entry) for entry in EXAMPLE_LOG], Cut((12, 41, 7, 9)))
+
+SINCE_SHAPE = (
+    "a time (0 or more), or for a bucketed collection a cut as its as_of prints it: a time "
+    "per bucket joined by commas, such as 12,40,7"
+)
+_DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|min|h|d)")
+
+
+def count_argument(text: str) -> int:
+    """An argparse type: a count of changes, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def since_argument(text: str) -> str:
+    """An argparse type: a time (0 or later), or times joined by commas (a cut); which one
+    fits depends on the collection (:func:`parse_since`, once it is known)."""
+    if _DURATION.fullmatch(text.strip()):
+        # A collection's time is its own counter (docs/concepts/collections-and-time.md): its
+        # change log records no clock time, so "the last 5 minutes" has no answer there.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a duration, and a collection's times count its request groups, "
+            f"not the clock: give {SINCE_SHAPE}"
+        )
+    for piece in text.split(","):
+        try:
+            value = int(piece)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"give {SINCE_SHAPE}, not {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"times start at 0, not {value}")
+    return text
+
+
+def parse_since(text: str | None, spec: CollectionSpec) -> int | Cut | None:
+    """``--since`` of ``spec``: a time for an unbucketed collection; for a bucketed one a
+    cut (``0`` alone: its start), whose changes after it are wanted. None: not given.
+
+    Raises:
+        UsageError: when it does not have the shape the collection's reads take.
+    """
+    if text is None:
+        return None
+    if spec.buckets == 1:
+        if "," in text:
+            raise UsageError(
+                f"argument --since: {spec.name} has one bucket: give a time (0 or more), "
+                f"not the cut {text!r}"
+            )
+        return int(text)
+    if text.strip() == "0":
+        return Cut((0,) * spec.buckets)
+    try:
+        return Cut.parse(text, spec.buckets)
+    except CutError as exc:
+        raise UsageError(f"argument --since: {exc}") from None
+
+
+def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_: str) -> None:
+    """Adds ``collections tail`` to the ``collections`` group's ``actions``."""
+    tail = actions.add_parser(
+        "tail",
+        help="a collection's newest changes (time, row, diff), or those since a time",
+    )
+    tail.add_argument("collection", help=help_)
+    tail.add_argument(
+        "-n",
+        dest="count",
+        type=count_argument,
+        default=DEFAULT_COUNT,
+        metavar="N",
+        help=f"at most this many changes (default {DEFAULT_COUNT}): the newest, or with "
+        "--since the first at or after it; of a bucketed collection, per bucket without "
+        "--since; with -f, what is printed before following (0: only new ones)",
+    )
+    tail.add_argument(
+        "--since",
+        type=since_argument,
+        metavar="T",
+        help="the changes at this time or later, oldest first (default: the newest -n); of "
+        "a bucketed collection, a cut as as_of prints it (12,40,7): the changes after it; "
+        "with -f, every change from there on",
+    )
+    tail.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="then print new changes as they come, one per line (JSON lines with --format "
+        f"json), asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C or SIGTERM (exit 0)",
+    )
+    add_deprecated_option(tail, "collections tail --limit", "count", type=count_argument)
+    add_format_option(
+        tail,
+        {
+            "collections tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG),
+            f"collections tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(
+                bucketed, EXAMPLE_CUT_LOG
+            ),
+        },
+    )
+    tail.set_defaults(run=run_tail)
+
+
+def tail_json(spec: CollectionSpec, entries: Sequence[LogEntry]) -> list[dict[str, Any]]:
+    """``[{"time", "row": {column: value}, "diff"}]``, oldest first."""
+    return [{"time": e.time, "row": as_object(spec, e.row), "diff": e.diff} for e in entries]
+
+
+def tail_table(
+    spec: CollectionSpec, entries: Sequence[LogEntry], since: int, limit: int, latest: int
+) -> TableView:
+    """The changes at times >= ``since``, or a line saying there are none."""
+    title = f"{spec.name}: {plural(len(entries), 'change')} at times >= {since}"
+    if len(entries) >= limit:
+        title += f" (the first {limit}; raise -n or --since for more)"
+    return TableView(
+        title=title,
+        columns=tail_columns(spec),
+        rows=[(e.time, *e.row, e.diff) for e in entries],
+        empty=f"{spec.name}: no changes at times >= {since} (its latest time is {latest})",
+        null="null",
+    )
+
+
+def newest_table(spec: CollectionSpec, entries: Sequence[LogEntry], latest: int) -> TableView:
+    """The newest changes, or a line saying the log holds none."""
+    return TableView(
+        title=f"{spec.name}: the newest {plural(len(entries), 'change')}, through time {latest}",
+        columns=tail_columns(spec),
+        rows=[(e.time, *e.row, e.diff) for e in entries],
+        empty=f"{spec.name}: no changes in its log (its latest time is {latest})",
+        null="null",
+    )
+
+
+def tail_columns(spec: CollectionSpec) -> list[str]:
+    """The header of an unbucketed collection's changes: time, columns, diff."""
+    names = spec.column_names
+    return [header("time", names), *names, header("diff", names)]
+
+
+def cut_tail_json(spec: CollectionSpec, changes: CutChanges) -> list[dict[str, Any]]:
+    """A bucketed collection's changes: ``[{"bucket", "time", "row", "diff", "as_of"}]``,
+    each bucket's oldest first; ``time`` is the bucket's own, and ``as_of`` the cut the read
+    went through (``--since`` it goes on after it)."""
+    reached = changes.cut.text()
+    return [
+        {
+            "bucket": bucket,
+            "time": e.time,
+            "row": as_object(spec, e.row),
+            "diff": e.diff,
+            "as_of": reached,
+        }
+        for bucket, e in changes.changes
+    ]
+
+
+def cut_tail_columns(spec: CollectionSpec) -> list[str]:
+    """The header of a bucketed collection's changes: bucket, time, columns, diff, as_of."""
+    names = spec.column_names
+    return [
+        header("bucket", names),
+        header("time", names),
+        *names,
+        header("diff", names),
+        header("as_of", names),
+    ]
+
+
+def cut_tail_cells(changes: CutChanges) -> list[tuple[Any, ...]]:
+    """The cells of each change: its bucket, time, row, diff, and the cut read through."""
+    reached = changes.cut.text()
+    return [(bucket, e.time, *e.row, e.diff, reached) for bucket, e in changes.changes]
+
+
+def cut_tail_table(
+    spec: CollectionSpec, changes: CutChanges, since: Cut | None, limit: int
+) -> TableView:
+    """A bucketed collection's changes after the cut ``since`` (None: each bucket's newest
+    ``limit``), or a line saying none."""
+    through = changes.cut.text()
+    count = plural(len(changes.changes), "change")
+    if since is None:
+        return TableView(
+            title=f"{spec.name}: the newest {count} (at most {limit} a bucket), through cut "
+            f"{through}",
+            columns=cut_tail_columns(spec),
+            rows=cut_tail_cells(changes),
+            empty=f"{spec.name}: no changes in its logs (its cut now is {through})",
+            null="null",
+        )
+    after = f"after cut {since.text()}"
+    title = f"{spec.name}: {count} {after}, through cut {through}"
+    if len(changes.changes) >= limit:  # whole times of each bucket: may pass the limit
+        title += f" (-n {limit} reached; go on with --since {through})"
+    return TableView(
+        title=title,
+        columns=cut_tail_columns(spec),
+        rows=cut_tail_cells(changes),
+        empty=f"{spec.name}: no changes {after} (its cut now is {through})",
+        null="null",
+    )
+
+
+def at_least(changes: CutChanges, since: Cut) -> CutChanges:
+    """``changes`` reaching ``since`` at least in every bucket: where a bucket's readable
+    time is still behind the cut asked for (a query's cut during a delete in progress, a
+    cut typed ahead), going on from the cut returned reads nothing of it twice."""
+    times = zip(changes.cut.times, since.times, strict=True)
+    return CutChanges(changes.changes, Cut(tuple(max(pair) for pair in times)))
+
+
+def _store() -> RedisStore:
+    from collection_manager.cli.collections import store_from_env
+
+    return store_from_env()
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    """Prints the newest changes, or those since ``--since``, oldest first; with ``-f``
+    goes on with the new ones."""
+    check_collection_name(args.collection)
+    store = _store()
+    spec = collection_spec(store, args.collection)
+    given = parse_since(args.since, spec)
+    headers = not args.no_headers
+    if spec.buckets > 1:  # changes between consistent cuts, each with its bucket
+        assert not isinstance(given, int)
+        return _tail_cut(store, spec, given, args, headers)
+    assert not isinstance(given, Cut)
+    if args.follow:
+        if given is None:
+            entries, latest = store.newest(spec.name, args.count)
+            return follow(store, spec, latest + 1, args.format, headers, entries)
+        return follow(store, spec, given, args.format, headers)
+    if given is None:
+        entries, latest = store.newest(spec.name, args.count)
+        table = newest_table(spec, entries, latest)
+    else:
+        entries = store.tail(spec.name, given, args.count) if args.count else []
+        _, latest = store.size(spec.name)
+        table = tail_table(spec, entries, given, max(args.count, 1), latest)
+    show(args.format, tail_json(spec, entries), table, headers=headers)
+    return 0
+
+
+def _tail_cut(
+    store: RedisStore,
+    spec: CollectionSpec,
+    given: Cut | None,
+    args: argparse.Namespace,
+    headers: bool,
+) -> int:
+    if given is None:
+        changes = store.newest_buckets(spec.name, args.count)
+    elif args.follow:
+        return follow_cut(store, spec, given, args.format, headers)
+    elif args.count:
+        changes = at_least(store.tail_buckets(spec.name, given, args.count), given)
+    else:
+        changes = CutChanges([], given)
+    if args.follow:
+        return follow_cut(store, spec, changes.cut, args.format, headers, changes)
+    table = cut_tail_table(spec, changes, given, max(args.count, 1))
+    show(args.format, cut_tail_json(spec, changes), table, headers=headers)
+    return 0
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _change_line(spec: CollectionSpec, entry: LogEntry, fmt: str) -> str:
+    if fmt == "json":
+        # One line per change (JSON lines), for `jq` and line-reading scripts.
+        return json.dumps(tail_json(spec, [entry])[0], default=str)
+    return tsv_line([entry.time, *entry.row, entry.diff], "null")
+
+
+def follow(
+    store: RedisStore,
+    spec: CollectionSpec,
+    since: int,
+    fmt: str,
+    headers: bool = True,
+    first: Sequence[LogEntry] = (),
+) -> int:
+    """Prints ``first`` (the newest changes), then each change at a time >= ``since`` as a
+    line, as it becomes readable, until Ctrl-C; exits 0 then.
+
+    A time becomes readable once every change at it is in the log (a delete in steps
+    writes its changes first), so each poll reads whole times, and the next starts after
+    the last time printed: nothing is printed twice or skipped. A poll reads only what is
+    new since the last one.
+    """
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` ends it as Ctrl-C does
+    if fmt != "json" and headers:  # a table cannot grow line by line: tab-separated lines
+        print(tsv_line(tail_columns(spec)), flush=True)
+    if first:
+        print("\n".join(_change_line(spec, entry, fmt) for entry in first), flush=True)
+    try:
+        while True:
+            for entry in store.tail(spec.name, since):
+                print(_change_line(spec, entry, fmt), flush=True)
+                since = entry.time + 1
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        return 0  # the way to stop following, not a failure
+
+
+def _cut_lines(spec: CollectionSpec, changes: CutChanges, fmt: str) -> list[str]:
+    if fmt == "json":
+        return [json.dumps(entry, default=str) for entry in cut_tail_json(spec, changes)]
+    return [tsv_line(cells, "null") for cells in cut_tail_cells(changes)]
+
+
+def follow_cut(
+    store: RedisStore,
+    spec: CollectionSpec,
+    since: Cut,
+    fmt: str,
+    headers: bool = True,
+    first: CutChanges | None = None,
+) -> int:
+    """``follow`` of a bucketed collection: prints ``first`` (each bucket's newest), then
+    each poll the changes between the cut it went on from and the consistent cut now
+    (``tail_buckets``), each with its bucket and that cut (``as_of``), and goes on from
+    there: a change is printed once, and a group sent to several buckets only once the cut
+    holds all of it. ``since`` is the cut to go on after.
+    """
+    reached = since
+    signal.signal(signal.SIGTERM, _interrupt)
+    if fmt != "json" and headers:
+        print(tsv_line(cut_tail_columns(spec)), flush=True)
+    if first is not None and first.changes:
+        print("\n".join(_cut_lines(spec, first, fmt)), flush=True)
+    try:
+        while True:
+            changes = at_least(store.tail_buckets(spec.name, reached), reached)
+            lines = _cut_lines(spec, changes, fmt)
+            if lines:  # one write per poll
+                print("\n".join(lines), flush=True)
+            reached = changes.cut
+            time.sleep(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        return 0
