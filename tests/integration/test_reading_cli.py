@@ -393,7 +393,7 @@ def test_replicas_lists_members(
     status, out, _ = run(capsys, "replicas", "list")
     assert (status, out) == (
         0,
-        "no live replicas; start one with `collection-manager replica run --id r1`\n",
+        "no live replicas; start one with `collection-manager replicas run --id r1`\n",
     )
     assert run_json(capsys, "replicas", "list") == []
     config = ReplicaConfig(replica_namespace=f"cm:replicas:{cli_env}")
