@@ -19,19 +19,26 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import redis as redis_lib
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from collection_manager.config import ReplicaConfig
 from collection_manager.control.controller import Controller
 from collection_manager.control.members import REMOVING
 from collection_manager.core.requests import Append, Delete, Fence, Request
+from collection_manager.core.specs import Row
 from collection_manager.storage.store import RedisStore
 from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request
 from schemas.introspection import introspection_specs
 from tests.support import assert_eventually
+from tests.unit.strategies import FRONTIERS, removal_histories
 
 
 @dataclasses.dataclass
@@ -126,3 +133,49 @@ def test_a_removal_delivered_after_the_re_added_incarnation_appended_leaves_its_
         assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
         assert store.fences(spec.name) == model.collection(spec.name).fences.as_dict()
     assert store.fences(frontiers.name) == {"r": 1}
+
+
+@settings(
+    max_examples=40,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(history=removal_histories(), cut=st.integers(1, 8))
+def test_the_store_keeps_a_replica_s_live_incarnation_whatever_late_removals_come(
+    redis: redis_lib.Redis, history: tuple[list[Request], int | None], cut: int
+) -> None:
+    """The Lua library applies the rule as the model does: a fenced delete of an epoch the
+    collection fences already retracts nothing, applied in groups of ``cut`` requests."""
+    requests, live = history
+    store = RedisStore(redis, chunk_updates=5, delete_step_rows=2)
+    spec = dataclasses.replace(FRONTIERS, name=f"{FRONTIERS.name}-{uuid.uuid4().hex[:8]}")
+    store.create_collection(spec)
+    renamed: list[Request] = [
+        dataclasses.replace(r, collection=spec.name)
+        for r in requests
+        if isinstance(r, Append | Delete)  # all of them
+    ]
+    try:
+        for start in range(0, len(renamed), cut):
+            group = list(enumerate(renamed))[start : start + cut]
+            store.apply_requests("t", 0, group)
+        model = ModelStore([spec])
+        model.apply_all(renamed)
+        rows = store.snapshot(spec.name).rows
+        assert rows == model.collection(spec.name).snapshot()[0]
+        mine = {row: n for row, n in rows.items() if row[0] == "r1"}
+        assert mine == _sums(r for r in renamed if isinstance(r, Append) and r.epoch == live)
+        assert store.fences(spec.name) == model.collection(spec.name).fences.as_dict()
+    finally:
+        store.drop_collection(spec.name)
+
+
+def _sums(appends: Iterable[Append]) -> dict[Row, int]:
+    """The rows of r1 the appends leave, consolidated."""
+    sums: Counter[Row] = Counter()
+    for append in appends:
+        if append.replica_id == "r1":
+            for row, diff in append.updates:
+                sums[row] += diff
+    return {row: total for row, total in sums.items() if total != 0}

@@ -221,16 +221,18 @@ def removal_histories(draw: st.DrawFn) -> tuple[list[Request], int | None]:
     """One replica's incarnations in one collection's partition, as the controller orders
     them, with late duplicates of its removals (another controller's, delivered late).
 
-    Epoch 1, 2, ... append in turn; each but the last (and the last too, unless it lives) is
-    removed by a fenced delete before the next appends (``add_replica`` removes first).
-    Each late duplicate of a removal lands anywhere after it; other replicas append
-    between. Returns the requests and the live epoch (None when every one was removed).
+    Epoch 1, 2, ... append in turn (at least once each); each but the last (and the last
+    too, unless it lives) is removed by a fenced delete before the next appends
+    (``add_replica`` removes first). Each late duplicate of a removal lands anywhere after
+    it; other replicas append between. Returns the requests and the live epoch (None when
+    every one was removed).
     """
     epochs, alive = draw(st.integers(1, 4)), draw(st.booleans())
     keyed: list[tuple[tuple[int, int, int], Request]] = []
     removed: list[tuple[int, Fence]] = []
     for epoch in range(1, epochs + 1):
-        for append in draw(st.lists(_appends(FRONTIERS, "r1", st.just(epoch)), max_size=3)):
+        appends = st.lists(_appends(FRONTIERS, "r1", st.just(epoch)), min_size=1, max_size=3)
+        for append in draw(appends):
             keyed.append(((len(keyed), 0, 0), append))
         if epoch < epochs or not alive:
             removed.append((len(keyed), Fence("r1", epoch)))
