@@ -234,11 +234,12 @@ class ConsumerConfig:
     )
     create_topic: bool = setting(
         False,
-        "Create the request topic when it is missing (else `consume` waits for it); with "
+        "Create the request topic when it is missing (else `consumer run` waits for it); with "
         "CM_TOPIC_PARTITIONS partitions.",
     )
     topic_partitions: int = setting(
-        4, "Partitions of a request topic that `consume` creates: the consumer's parallelism."
+        4,
+        "Partitions of a request topic that `consumer run` creates: the consumer's parallelism.",
     )
     trigger_interval_ms: int = setting(
         100,
@@ -269,7 +270,8 @@ class ConsumerConfig:
     )
     consumer_metrics_address: str = setting(
         "",
-        "host:port where `consume` serves /metrics (Prometheus), /healthz and /readyz, e.g. "
+        "host:port where `consumer run` serves /metrics (Prometheus), /healthz and /readyz, "
+        "e.g. "
         "127.0.0.1:9400 (port 0: any free one); empty: no listener.",
     )
     max_offsets_per_trigger: int = setting(
@@ -295,8 +297,8 @@ class ConsumerConfig:
     def with_checkpoint(self, infra: InfraConfig, query: str = "consumer") -> ConsumerConfig:
         """This config with its checkpoint directory resolved under the state directory.
 
-        The default depends on ``query`` and the topic, so the demo and a ``consume``
-        process never share a checkpoint, and a checkpoint never meets another topic.
+        The default depends on ``query`` and the topic, so the demo and a ``consumer
+        run`` process never share a checkpoint, and a checkpoint never meets another topic.
         """
         if self.checkpoint_dir is not None:
             if "://" in self.checkpoint_dir:
@@ -329,7 +331,7 @@ class ReplicaConfig:
     )
     agent_metrics_address: str = setting(
         "",
-        "host:port where `replica run` serves /metrics, /healthz and /readyz (port 0: any free "
+        "host:port where `replicas run` serves /metrics, /healthz and /readyz (port 0: any free "
         "one, printed at start: give each agent on a host its own); empty: no listener.",
     )
     row_ttl_ms: int = setting(
@@ -359,11 +361,12 @@ class ReplicaConfig:
 
 @dataclasses.dataclass(frozen=True)
 class HttpConfig:
-    """`serve`, the read-only HTTP API: where it listens, who may read, and its bounds."""
+    """`server run`, the read-only HTTP API: where it listens, who may read, and its bounds."""
 
     http_address: str = setting(
         "127.0.0.1:8080",
-        "host:port where `serve` answers the HTTP API, /metrics, /healthz and /readyz (port "
+        "host:port where `server run` answers the HTTP API, /metrics, /healthz and /readyz "
+        "(port "
         "0: any free one, printed at start). Beyond loopback it needs CM_HTTP_TOKEN.",
     )
     http_token: str | None = dataclasses.field(
@@ -372,12 +375,12 @@ class HttpConfig:
         metadata={
             "help": "Bearer token every /api/ request must carry (Authorization: Bearer "
             "TOKEN), compared in constant time; never printed. Unset: no token asked, "
-            "which `serve` allows on a loopback address only."
+            "which `server run` allows on a loopback address only."
         },
     )
     http_tls_cert_file: Path | None = setting(
         None,
-        "PEM file of the certificate (and its chain) `serve` answers HTTPS with; needs "
+        "PEM file of the certificate (and its chain) `server run` answers HTTPS with; needs "
         "CM_HTTP_TLS_KEY_FILE. Unset: plain HTTP.",
     )
     http_tls_key_file: Path | None = setting(
