@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import redis as redis_lib
 from confluent_kafka import Consumer, TopicPartition
 
@@ -91,6 +92,9 @@ def _footprint(redis: redis_lib.Redis, namespace: str, spec: CollectionSpec) -> 
     return sum(1 for size in sizes if size), sum(sizes)
 
 
+# Slow: thousands of adds and removals, about 55 s (make test-slow, which CI runs after
+# make test).
+@pytest.mark.slow
 def test_thousands_of_added_and_removed_replicas_leave_flat_control_state(
     kafka: str, redis: redis_lib.Redis, topic: str, frontiers_spec: CollectionSpec, unique: str
 ) -> None:

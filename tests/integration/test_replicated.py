@@ -176,6 +176,9 @@ def _refused(log: str, before: int) -> None:
     assert log.count(REFUSAL) > before
 
 
+# Slow: three brokers and a Redis Cluster of its own, about 85 s (make test-slow, which CI
+# runs after make test).
+@pytest.mark.slow
 def test_losing_a_broker_or_a_redis_primary_loses_nothing(
     brokers: LocalKafkaCluster,
     redis_nodes: LocalRedisCluster,
