@@ -87,7 +87,9 @@ class Delete:
         filter: which rows to retract.
         reason: why, for people reading logs and dead letters.
         fence: when set, recorded after the retractions so the fuse drops later appends
-            from the dead epochs.
+            from the dead epochs. A fenced delete of an epoch its collection (its bucket)
+            fences already retracts nothing: it is a late duplicate of a removal applied
+            there, and the replica's rows there are a newer incarnation's.
         bucket: the bucket of a bucketed collection it is for, None for an unbucketed one.
     """
 
