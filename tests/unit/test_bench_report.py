@@ -15,9 +15,10 @@ import pytest
 from bench import plots
 from bench.climbs import median_capacity
 from bench.figures import Figure, figures_of
-from bench.report import command, number, ratio, render
+from bench.report import GENERATED_MARK, command, number, ratio, render
 from bench.scale_figures import growth
 from bench.targets import Target
+from tests.docs.markdown import is_generated_page
 
 MACHINE = {
     "date": "2030-01-02T03:04:05+00:00",
@@ -803,3 +804,10 @@ def test_reader_latency_during_a_full_read_and_a_drop_is_judged_at_ten_million_r
     assert ("target is for 10,000,000 rows" in read[1]) == (verdict == "n/a")
     dropped = _cells(_row(markdown, "| dropping | PING |"))[8]
     assert dropped.startswith(f"drop of {big_rows:,} rows, 60,000 ms; {big_rows // 500:,} function")
+
+
+def test_the_page_opens_with_the_generated_page_mark() -> None:
+    first = render(fixture(), {}).splitlines()[0]
+
+    assert first == f"<!-- {GENERATED_MARK} -->"
+    assert is_generated_page(render(fixture(), {}))
