@@ -1,6 +1,6 @@
-"""A first contact: the README's "Using it" path, typed as a new user would, from an
-empty state directory: ``infra up``, ``consume``, two agents, a query, ``tail -f`` into
-``head``, ``status``, ``replica remove``, ``infra down``.
+"""A first contact: the README's "A five-minute tour", typed as a new user would, from an
+empty state directory: ``infra up``, ``consumer run``, two agents, a query, ``tail -f`` into
+``head``, ``status``, ``replicas remove``, ``infra down``.
 
 It checks what the user sees: each command's exit status, each long-running command's
 ready line, no traceback or error line anywhere and no WARNING while all is well. It starts
@@ -85,7 +85,7 @@ def _rows_of_r1(session: UserSession) -> list[dict[str, object]]:
 
 def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> None:
     assert "started: kafka, redis" in _ok(session, f"{CM} infra up")
-    # As the README lists them: the consumer, then the agents, without waiting between
+    # As the README's tour lists them: the consumer, then the agents, without waiting between
     # (the agents' first requests create the request topic the consumer waits for).
     consume = session.start("consume", f"{CM} consumer run")
     agents = {n: session.start(n, f"{CM} replicas run --id {n}") for n in ("r1", "r2")}

@@ -1,5 +1,6 @@
 """The sources' own options in the help a user reads: each names its default, and
-``replica run --help`` shows them (the README's ``--workers 4 --dataflows 8``, ``--target``)."""
+``replicas run --help`` shows them (docs/howto/sources.md's ``--workers 4 --dataflows 8``,
+``--target``)."""
 
 from __future__ import annotations
 
