@@ -16,10 +16,11 @@ generated page's links must hold as well):
   (a standard's own numbering: ``RFC 9110 §12.5.1``).
 
 ``reference_problems``, over the code, tests, bench and deployment files (``SOURCES``): every
-``docs/....md`` or ``README.md`` (also ``README's``) they name exists, and a heading named
-right after it, in quotes (``docs/howto/buckets.md, "Choosing N"``, ``README's "Using it"``)
-or after a comma up to a closing parenthesis (``(docs/operations.md, Dead letters)``), is a
-heading of that page (``markdown.same_heading``); and no ``§`` remains, but an RFC's.
+``docs/....md``, ``README.md`` (also ``README's``) or ``tests/README.md`` they name exists,
+and a heading named right after it, in quotes (``docs/howto/buckets.md, "Choosing N"``,
+``README's "Using it"``) or after a comma up to a closing parenthesis
+(``(docs/operations.md, Dead letters)``), is a heading of that page
+(``markdown.same_heading``); and no ``§`` remains, but an RFC's.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ _DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+<?(?P<target>[^\s>]+)>?")
 _CODE_SPAN = re.compile(r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _PATH = re.compile(r"^[\w.-]+(?:/[\w.*?\[\]-]+)*/?$")
-_DOC_NAME = re.compile(r"(?P<page>(?<![\w/.-])docs/[\w./-]+?\.md|(?<![\w/.-])README(?:\.md|'s)?)\b")
+_DOC_NAME = re.compile(
+    r"(?P<page>(?<![\w/.-])docs/[\w./-]+?\.md|(?<![\w/.-])(?:tests/)?README(?:\.md|'s)?)\b"
+)
 _QUOTED = re.compile(
     r"^(?:\s*" + SECTION_SIGN + r"[\w-]+,?)*(?:,\s*|\s+)\\?\"(?P<heading>[\w`][^\"\\]*)\\?\""
 )
@@ -209,7 +212,9 @@ def _joined(text: str) -> str:
 
 
 def _page_file(root: Path, name: str) -> Path:
-    return root / ("README.md" if name.startswith("README") else name)
+    if name.startswith(("README", "tests/README")):
+        return root / name.split("README")[0] / "README.md"
+    return root / name
 
 
 def text_problems(source: str, text: str, root: Path = ROOT) -> list[str]:

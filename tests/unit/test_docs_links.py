@@ -24,6 +24,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "docs" / "design.md").write_text("# Design\n")
     (tmp_path / "collection_manager" / "storage" / "keys.py").write_text("KEYS = 1\n")
     (tmp_path / "tests" / "test_x.py").write_text("def test_one() -> None:\n    pass\n")
+    (tmp_path / "tests" / "README.md").write_text("# Tests\n\n## The targets\n")
     return tmp_path
 
 
@@ -77,6 +78,7 @@ def test_references_to_pages_and_headings_that_exist_pass(repo: Path) -> None:
         f'{SECTION}12.5.1."""\n'
         'help="see docs/howto/buckets.md, Choosing "\n    "N)"\n'
         'PAGE = "README.md"\n'
+        '# (tests/README.md, "The targets")\n'
     )
 
     assert text_problems("x.py", text, repo) == []
@@ -86,6 +88,10 @@ def test_references_to_pages_and_headings_that_exist_pass(repo: Path) -> None:
     ("text", "problem"),
     [
         ("# (docs/gone.md)", "x.py:1: docs/gone.md: no such page"),
+        (
+            '# (tests/README.md, "Using it")',
+            "x.py:1: tests/README.md: no heading 'Using it' on tests/README.md",
+        ),
         (
             '# docs/howto/buckets.md, "Choosing M"',
             f"x.py:1: {BUCKETS}: no heading 'Choosing M' on {BUCKETS}",
