@@ -1,7 +1,7 @@
 """The public API for a replica that publishes its own collections (docs/howto/sources.md).
 
 A replica process embeds :class:`EmbeddedReplica`: it declares its collections, starts
-(which adds the replica and takes an epoch, as ``replica run`` does), then either
+(which adds the replica and takes an epoch, as ``replicas run`` does), then either
 publishes differential updates or hands over its current rows and lets the API compute
 the difference. Everything else is the agent's (:mod:`producers.agent`): each collection's
 subscribe publishes what was handed over at every step, heartbeats renew the lease, rows

@@ -1,5 +1,5 @@
 """A replica agent's Prometheus metrics, read from the agent at each scrape (served by
-``replica run``, see ``collection_manager/observability``).
+``replicas run``, see ``collection_manager/observability``).
 
 The agent's producers already count every request's outcome (``DeliveryStats``); a
 collector turns those counts into metrics when Prometheus asks, so the publishing paths

@@ -12,5 +12,5 @@ class ConsumerError(CollectionManagerError):
 class ProgressMismatchError(CollectionManagerError):
     """Redis's progress and watermarks were written for another Kafka cluster.
 
-    Not a fault to wait out: ``consume`` stops and says how to reset on purpose.
+    Not a fault to wait out: ``consumer run`` stops and says how to reset on purpose.
     """

@@ -234,7 +234,7 @@ EXAMPLE_CONTROLLER = controller_summary(
 
 def example_bucketed(counters: dict[str, int]) -> CollectionInfo:
     """The help's example of a collection of four buckets by ``replica_id``, its two rows in
-    bucket 1 (the times those of ``query``'s example cut)."""
+    bucket 1 (the times those of ``collections query``'s example cut)."""
     spec = dataclasses.replace(
         introspection_spec("compute_frontiers"), name="frontiers_by_replica", buckets=4
     )

@@ -1,5 +1,5 @@
-"""``--where`` terms of ``query``: the parser is ``reading/where.py`` (the HTTP API's ``where``
-takes the same terms); the option's help is the command line's own."""
+"""``--where`` terms of ``collections query``: the parser is ``reading/where.py`` (the HTTP
+API's ``where`` takes the same terms); the option's help is the command line's own."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The web console: plain HTML, CSS and JavaScript files that ``serve`` ships at ``/``.
+"""The web console: plain HTML, CSS and JavaScript files that ``server run`` ships at ``/``.
 
 Nothing is built at install time: the files in ``static/`` are what the browser runs, with
 no bundler, framework or CDN (the page loads nothing from outside the process that serves

@@ -224,7 +224,7 @@ class MemberRecord:
         return written[0]
 
     def save_leases(self, leases: list[Lease]) -> None:
-        """Records leases granted or renewed, for ``replicas`` to show."""
+        """Records leases granted or renewed, for ``replicas list`` to show."""
         if leases:
             mapping = {
                 lease.replica_id: json.dumps(

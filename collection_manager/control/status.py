@@ -1,4 +1,4 @@
-"""What ``replicas`` shows of each replica: membership, lease and last heartbeat."""
+"""What ``replicas list`` shows of each replica: membership, lease and last heartbeat."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collection_manager.storage.replicas import ReplicaSighting
 
 @dataclass(frozen=True)
 class ReplicaStatus:
-    """One line of ``replicas``.
+    """One line of ``replicas list``.
 
     Attributes:
         replica_id: the replica.

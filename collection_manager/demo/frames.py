@@ -140,7 +140,7 @@ class Frame:
         totals: collection -> all its rows in Redis (every replica).
         consumer: the consumer.
         events: what happened so far, oldest first.
-        console: the URL of the web console (``serve``) that shows the demo's fleet live,
+        console: the URL of the web console (``server run``) that shows the demo's fleet live,
             once it answers; empty before.
     """
 

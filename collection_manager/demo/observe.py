@@ -1,7 +1,7 @@
 """What the demo reads while it runs: rows in Redis, the controller, the consumer, Kafka.
 
 Everything comes from where an operator would look: the storage collections and the
-consumer's records in Redis (as ``query`` and ``status`` read them), the controller's
+consumer's records in Redis (as ``collections query`` and ``status`` read them), the controller's
 membership records, Kafka's end offsets, and the consumer's Spark checkpoint, whose last
 committed micro-batch says exactly up to which offset every partition is applied.
 """

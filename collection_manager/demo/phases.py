@@ -94,7 +94,7 @@ class DemoRun:
         self.consumer: Child | None = None
         self.agents: dict[str, Child] = {}
         self.real: Child | None = None  # the replica of real data (runner.REAL_REPLICA)
-        self.serve: Child | None = None  # `serve`: the HTTP API and the web console
+        self.serve: Child | None = None  # `server run`: the HTTP API and the web console
         self.console = ""  # the console's URL, once it answers
         self.listeners: dict[str, str] = {}  # process -> URL of its /metrics and health
         self._reporter = reporter

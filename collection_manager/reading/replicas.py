@@ -1,4 +1,4 @@
-"""What ``replicas`` answers, as data: each replica's epoch, state, lease and heartbeat.
+"""What ``replicas list`` answers, as data: each replica's epoch, state, lease and heartbeat.
 
 Read from Redis alone (the controller's member records and leases, and the consumer's
 sightings of each replica): no Kafka producer is made, so a reader needs only Redis.
@@ -20,7 +20,7 @@ def read_replicas(
     client: redis.Redis, namespace: str, removed: bool = False
 ) -> list[ReplicaStatus]:
     """The replicas of ``namespace`` by id: the live ones, and with ``removed`` also those
-    removed that the retention still keeps (``replicas --all``)."""
+    removed that the retention still keeps (``replicas list --all``)."""
     members = MemberRecord(client, namespace)
     rows = statuses(members.all(), members.leases(), ReplicaRecord(client, namespace).all())
     return [r for r in rows if removed or r.state != REMOVED]

@@ -1,7 +1,8 @@
-"""What ``query`` answers, as data: a snapshot's rows as ``{"collection", "as_of", "rows"}``.
+"""What ``collections query`` answers, as data: a snapshot's rows as ``{"collection",
+"as_of", "rows"}``.
 
-``query --format json`` prints it, and the HTTP API's ``/rows`` answers it as JSON, so the
-two are the same document for the same read.
+``collections query --format json`` prints it, and the HTTP API's ``/rows`` answers it as
+JSON, so the two are the same document for the same read.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What ``status`` answers, as data: the consumer of a topic (its state, heartbeat, batches,
 dead letters and Kafka lag), the controller, the dead letters that could not be published,
 and where each collection stands. ``collection-manager status`` prints it as tables or
-JSON; ``collection-manager serve`` answers it at ``/api/v1/status``.
+JSON; ``collection-manager server run`` answers it at ``/api/v1/status``.
 
 Nothing here claims a dead process runs: a consumer or controller without a live heartbeat
 key is ``stopped`` (or ``unknown``), whatever state it last wrote (``storage/heartbeats.py``).

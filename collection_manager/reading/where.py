@@ -1,5 +1,5 @@
-"""Where terms (``query --where``, the HTTP API's ``where``): ``COLUMN<op>VALUE`` parsed into
-a filter, or one-line errors.
+"""Where terms (``collections query --where``, the HTTP API's ``where``): ``COLUMN<op>VALUE``
+parsed into a filter, or one-line errors.
 
 Every error names the term and what would be valid: the syntax, the operators, the columns
 with their types, or the type a value must have. ``label`` is how the caller's user wrote

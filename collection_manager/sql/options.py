@@ -42,8 +42,8 @@ def option(options: Mapping[str, str], name: str) -> str | None:
 @dataclasses.dataclass(frozen=True)
 class Connection:
     """Which Redis, and which collection in it, and how long a read tries again while
-    Redis fails over (``timeout_s``, as ``query --timeout``). Picklable: it travels to the
-    executors."""
+    Redis fails over (``timeout_s``, as ``collections query --timeout``). Picklable: it
+    travels to the executors."""
 
     url: str
     collection: str
@@ -72,7 +72,7 @@ class Connection:
     def read(self, call: Callable[[redis.Redis], T]) -> T:
         """``call`` with a client of its own, called again from the start while Redis fails
         over (a node loading, a slot without a primary yet) for up to ``timeout_s``, as
-        ``query --timeout`` does (``storage/client.patiently``); when no node answers at
+        ``collections query --timeout`` does (``storage/client.patiently``); when no node answers at
         all, it fails at once.
 
         Raises:

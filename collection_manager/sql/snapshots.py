@@ -3,17 +3,17 @@
 The driver (``partitions``) picks the time, the one readers see now, and splits the read:
 one part per index set of a pushed-down filter, or (option ``partitions``) shares of a scan
 by a hash of the row. Each executor reads its part in bounded steps at that time
-(``storage/step_reads.py``), so the parts together are one snapshot, the one ``query``
+(``storage/step_reads.py``), so the parts together are one snapshot, the one ``collections query``
 prints for that time.
 
 A bucketed collection (``core/buckets.py``) is read at one consistent cut of its buckets
 (``core/cut.py``), which the driver reads once (``read_cut``): the read is split per bucket
 (only those a pushed-down filter pins), and each bucket's read as above, every part at its
-bucket's time in the cut. Its ``as_of`` is then the cut as ``query`` prints it, a string
+bucket's time in the cut. Its ``as_of`` is then the cut as ``collections query`` prints it, a string
 (``12,40,7``), where an unbucketed collection's is a long.
 
 Every Redis call goes through ``Connection.read``: again from the start while Redis fails
-over, for up to the ``timeout`` option (``query --timeout``'s default).
+over, for up to the ``timeout`` option (``collections query --timeout``'s default).
 """
 
 from __future__ import annotations

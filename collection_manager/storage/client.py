@@ -203,8 +203,8 @@ PASSING_FAULTS: tuple[type[Exception], ...] = (
 )
 
 
-# How long a read waits by default while Redis fails over (``query --timeout``): a replica
-# took over 6.8 to 8.9 s after its primary's SIGKILL here (cluster-node-timeout 5 s;
+# How long a read waits by default while Redis fails over (``collections query --timeout``):
+# a replica took over 6.8 to 8.9 s after its primary's SIGKILL here (cluster-node-timeout 5 s;
 # tests/integration/test_replicated.py prints it), 28.5 s in the slowest run.
 READ_TIMEOUT_S = 30.0
 

@@ -32,5 +32,5 @@ _BOOKKEEPING = ("steps", "replays_skipped")
 # What applying requests counts: the columns of the consumer's per-partition summary.
 APPLY_COUNTERS: tuple[str, ...] = tuple(c for c in COUNTERS if c not in _TIMER_ONLY)
 
-# What ``status`` and ``collections describe`` show, in their column order.
+# What ``status`` and ``collections show`` show, in their column order.
 SHOWN_COUNTERS: tuple[str, ...] = tuple(c for c in COUNTERS if c not in _TIMER_ONLY + _BOOKKEEPING)

@@ -25,4 +25,4 @@ class LayoutError(StorageError):
 
 class FunctionsNotLoadedError(StorageError):
     """Redis holds no library of this version's store functions, and this process may not
-    load one (only ``consume`` and ``functions load`` do: ``library.py``)."""
+    load one (only ``consumer run`` and ``functions load`` do: ``library.py``)."""

@@ -6,7 +6,7 @@ progress records. Redis records its layout in one key, ``cm:layout``; a process 
 the layouts in ``SERVED`` and refuses any other with one line naming both. Releases before
 the key was recorded (0.1.0) wrote layout 1, so a Redis without the key holds layout 1.
 
-Only a process that loads the store's functions (``consume``, ``functions load``) records
+Only a process that loads the store's functions (``consumer run``, ``functions load``) records
 the layout, and only where none is recorded: readers and agents never write it.
 """
 

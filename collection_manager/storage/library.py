@@ -9,7 +9,7 @@ everything else a function needs comes in its arguments.
 Libraries of several versions live side by side (docs/concepts/upgrades.md): the library of version
 V (a hash of its source) is ``cm_V`` and registers its functions as ``cm_V_<name>``, so that loading
 one never replaces another, and processes of two versions run on one Redis while a rollout is under
-way. Only a process that writes collections loads its library: ``consume`` at its start
+way. Only a process that writes collections loads its library: ``consumer run`` at its start
 (``install``), ``functions load``, and a writing call that finds its library lost (``FUNCTION
 FLUSH``, a restart without persistence). A read never loads: it fails with one line saying how to
 load the library (``FunctionsNotLoadedError``).

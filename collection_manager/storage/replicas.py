@@ -3,7 +3,7 @@
 Two records under the namespace's keys (``ReplicaKeys`` in ``storage/keys.py``):
 
 - *sightings*: each replica's latest control request, newest epoch wins. The controller
-  renews leases from them and shows them in ``replicas``.
+  renews leases from them and shows them in ``replicas list``.
 - *log times*: per ``topic:partition``, the time of the newest controller tick applied
   there (``core/ticks.py``). Leases are measured in it (docs/concepts/leases-and-retention.md).
 

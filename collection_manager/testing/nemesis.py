@@ -28,7 +28,7 @@ docs/concepts/epochs-and-fences.md; docs/howto/deploy-replicated.md):
 - ``processes``: one of the consumer, the controller or an agent SIGKILLed and started
   again (the consumer's replays are exactly once; a restarted controller grants full
   leases; an agent comes back as a new incarnation).
-- ``membership``: the controller removes a replica (``replica remove``) or adds one (a new
+- ``membership``: the controller removes a replica (``replicas remove``) or adds one (a new
   agent, or a removed replica id again, which must get a higher epoch). Between
   ``MIN_AGENTS`` and ``MAX_AGENTS`` replicas stay.
 

@@ -7,7 +7,7 @@ its ``pyproject.toml``::
     [project.entry-points."collection_manager.sources"]
     mysource = "my_package.source:PLUGIN"
 
-``replica run --source mysource`` then loads it. The plugin declares the collections it
+``replicas run --source mysource`` then loads it. The plugin declares the collections it
 publishes (so the agent creates missing ones, and refuses to publish into one of another
 shape) and adds its own command-line options. The built-in sources are known without
 their entry points, so they work from a plain checkout too.
@@ -102,11 +102,11 @@ class SourcePlugin(Protocol):
 
     Attributes:
         name: the name ``--source`` takes.
-        summary: one line for ``replica sources``.
+        summary: one line for ``replicas sources``.
         collections: what it publishes.
 
     A plugin may also have ``collectors``: prometheus_client collectors of its own
-    (unregistered), which ``replica run`` serves beside the agent's metrics.
+    (unregistered), which ``replicas run`` serves beside the agent's metrics.
     """
 
     name: str
@@ -176,7 +176,7 @@ def _import(name: str, target: str) -> Any:
 
 
 def parse_options(plugin: SourcePlugin, args: Sequence[str], prog: str) -> argparse.Namespace:
-    """Parses the source's own options from ``args`` (what the ``replica run`` options left).
+    """Parses the source's own options from ``args`` (what the ``replicas run`` options left).
 
     Raises:
         UsageError: for an option the source does not know, or a bad value.

@@ -1,4 +1,4 @@
-"""The ``openmetrics`` source's own metrics, served by ``replica run`` beside the agent's.
+"""The ``openmetrics`` source's own metrics, served by ``replicas run`` beside the agent's.
 
 Whether an agent can reach its replica is the first thing an operator asks of it, so the
 scrapes are counted by result here as well as stated in the ``scrape_status`` row: the row

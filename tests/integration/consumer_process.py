@@ -1,4 +1,4 @@
-"""A ``collection-manager consume`` process for a test: its environment, start and kill."""
+"""A ``collection-manager consumer run`` process for a test: its environment, start and kill."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict[str, str]:
-    """The environment of a ``collection-manager consume`` process for this test."""
+    """The environment of a ``collection-manager consumer run`` process for this test."""
     return dict(
         os.environ,
         CM_KAFKA_BOOTSTRAP=kafka,

@@ -1,5 +1,5 @@
 """The whole pipeline under load, for tests that run it against other services: a
-``consume`` process, two producer threads of the test's collections and a fleet of agents
+``consumer run`` process, two producer threads of the test's collections and a fleet of agents
 with their controller, stopped again whatever the test does."""
 
 from __future__ import annotations
