@@ -1,6 +1,6 @@
 -- Part 2 of the library (see library.py): one call's view of a collection and the writes
 -- cm_apply, cm_continue, cm_due and cm_horizon share. Defines open_collection(keys, args)
--- and pending_delete; uses the generated COUNTERS, COLLECTION_KEYS, LOG_ROWS and LOG_DIFFS.
+-- and pending_delete; uses the generated COUNTERS, COLLECTION_KEYS and LOG_* field names.
 --
 -- keys: the collection's keys in the order of COLLECTION_KEYS (keys.py FUNCTION_KEYS):
 --   contents (hash row -> multiplicity), log (stream), time (string), fences (hash replica
@@ -47,20 +47,27 @@ local function row_index_keys(indexed, index_prefix, row)
 end
 
 -- The change log holds one entry per time and up to LOG_ENTRY_UPDATES updates, id
--- "<time>-<seq>", fields LOG_ROWS (JSON array of the rows) and LOG_DIFFS (JSON array of
--- their diffs): an XADD per update cost more than all other writes of an update together.
+-- "<time>-<seq>", fields LOG_ROWS (JSON array of the rows), LOG_DIFFS (JSON array of
+-- their diffs) and LOG_CLOCK (Redis's clock at the call, ms): an XADD per update cost more
+-- than all other writes of an update together.
 local LOG_ENTRY_UPDATES = 512
 
 -- A buffer of one call's log updates: update(time, row, diff), and flush() at the end;
 -- resume(time, seq) goes on with a time a previous call began (a delete in steps), and
 -- next_seq() flushes and tells where the next call goes on.
 local function open_log(log, log_maxlen)
-  local log_time, log_seq, log_rows, log_diffs = nil, 0, {}, {}
+  local log_time, log_seq, log_rows, log_diffs, clock = nil, 0, {}, {}, nil
   local function flush()
     if #log_rows == 0 then return end
+    -- Once per call, at its first entry. TIME is not deterministic: Redis 7 replicates a
+    -- function's effects, not the call, so replicas and the AOF get the value taken here.
+    if not clock then
+      local now = redis.call('TIME')  -- seconds, microseconds
+      clock = integer(tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+    end
     redis.call('XADD', log, 'MAXLEN', '~', log_maxlen, log_time .. '-' .. log_seq,
                LOG_ROWS, '[' .. table.concat(log_rows, ',') .. ']',
-               LOG_DIFFS, '[' .. table.concat(log_diffs, ',') .. ']')
+               LOG_DIFFS, '[' .. table.concat(log_diffs, ',') .. ']', LOG_CLOCK, clock)
     log_seq, log_rows, log_diffs = log_seq + 1, {}, {}
   end
   local function update(time, row, diff)

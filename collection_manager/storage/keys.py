@@ -46,9 +46,13 @@ FUNCTION_KEYS = (
     "parts",
     "migration_guard",
 )
-# The fields of a change-log entry: JSON arrays of its rows and of their diffs.
+# The fields of a change-log entry: JSON arrays of its rows and of their diffs, and the
+# wall clock of the function call that wrote it (Redis's TIME, ms since the Unix epoch;
+# absent from entries an older library wrote). The clock serves `collections tail --since
+# 5m` only: a collection's time stays its own count of request groups.
 LOG_ROWS_FIELD = "r"
 LOG_DIFFS_FIELD = "d"
+LOG_CLOCK_FIELD = "ms"
 
 
 def watermark_field(topic: str, partition: int) -> str:

@@ -28,7 +28,12 @@ import redis
 
 from collection_manager.storage.counters import COUNTERS
 from collection_manager.storage.errors import FunctionsNotLoadedError, StorageError
-from collection_manager.storage.keys import FUNCTION_KEYS, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
+from collection_manager.storage.keys import (
+    FUNCTION_KEYS,
+    LOG_CLOCK_FIELD,
+    LOG_DIFFS_FIELD,
+    LOG_ROWS_FIELD,
+)
 from collection_manager.storage.layout import record_layout
 
 # Every library of the store is named LIBRARY_PREFIX + its version (0.1.0's was plain "cm").
@@ -72,6 +77,7 @@ def _constants() -> str:
             f"local COUNTERS = {_lua_strings(COUNTERS)}",
             f"local COLLECTION_KEYS = {_lua_strings(FUNCTION_KEYS)}",
             f"local LOG_ROWS, LOG_DIFFS = '{LOG_ROWS_FIELD}', '{LOG_DIFFS_FIELD}'",
+            f"local LOG_CLOCK = '{LOG_CLOCK_FIELD}'",
             f"local DUE_STEP_ROWS = {DUE_STEP_ROWS}",
         ]
     )
