@@ -2,9 +2,10 @@
 
 As Unix ``tail``: the newest ``-n`` changes (default 10), oldest to newest; ``--since``
 the changes from a time on (of a bucketed collection, after a cut), at most ``-n``, to go
-on from where the last read stopped; ``-f`` goes on printing new changes as they come.
-Every Redis call is bounded: the newest are read backwards from the end of the log, a few
-entries a call (``ChangeLog.newest``), never the whole log.
+on from where the last read stopped, or those applied in the last duration (``5m``: the
+log records Redis's clock at each time, ``storage/log_clock.py``); ``-f`` goes on printing
+new changes as they come. Every Redis call is bounded: the newest are read backwards from
+the end of the log, a few entries a call (``ChangeLog.newest``), never the whole log.
 
 A bucketed collection has a time per bucket and no order across them: its newest changes
 are each bucket's newest ``-n``, printed with their bucket and the cut the read went
@@ -49,11 +50,15 @@ EXAMPLE_LOG = [
 ]
 EXAMPLE_CUT_LOG = CutChanges([(1, entry) for entry in EXAMPLE_LOG], Cut((12, 41, 7, 9)))
 
+# A duration's units, in ms.
+DURATION_UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DURATION_SHAPE = "a duration: a whole number and a unit, s, m, h or d (30s, 5m, 2h, 1d)"
 SINCE_SHAPE = (
     "a time (0 or more), or for a bucketed collection a cut as its as_of prints it: a time "
-    "per bucket joined by commas, such as 12,40,7"
+    f"per bucket joined by commas, such as 12,40,7; or {DURATION_SHAPE}"
 )
-_DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|min|h|d)")
+# What looks like a duration, with a unit we may not take (1.5h, 10ms, 1w).
+_DURATION = re.compile(r"(\d+(?:\.\d*)?)\s*([a-zA-Z]+)")
 
 
 def count_argument(text: str) -> int:
@@ -64,16 +69,28 @@ def count_argument(text: str) -> int:
     return value
 
 
+def duration_ms(text: str) -> int | None:
+    """The ms of a duration (``30s``, ``5m``, ``2h``, ``1d``); None when ``text`` is not
+    shaped as one (a time, a cut).
+
+    Raises:
+        argparse.ArgumentTypeError: when it is shaped as one, in a unit not taken.
+    """
+    shaped = _DURATION.fullmatch(text.strip())
+    if shaped is None:
+        return None
+    count, unit = shaped.groups()
+    if not count.isdigit() or unit not in DURATION_UNITS:
+        raise argparse.ArgumentTypeError(f"give {DURATION_SHAPE}, not {text!r}")
+    return int(count) * DURATION_UNITS[unit]
+
+
 def since_argument(text: str) -> str:
-    """An argparse type: a time (0 or later), or times joined by commas (a cut); which one
-    fits depends on the collection (:func:`parse_since`, once it is known)."""
-    if _DURATION.fullmatch(text.strip()):
-        # A collection's time is its own counter (docs/concepts/collections-and-time.md): its
-        # change log records no clock time, so "the last 5 minutes" has no answer there.
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is a duration, and a collection's times count its request groups, "
-            f"not the clock: give {SINCE_SHAPE}"
-        )
+    """An argparse type: a time (0 or later), times joined by commas (a cut), or a duration;
+    whether a time or a cut fits depends on the collection (:func:`parse_since`, once it is
+    known)."""
+    if duration_ms(text) is not None:
+        return text
     for piece in text.split(","):
         try:
             value = int(piece)
@@ -131,7 +148,8 @@ def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_
         metavar="T",
         help="the changes at this time or later, oldest first (default: the newest -n); of "
         "a bucketed collection, a cut as as_of prints it (12,40,7): the changes after it; "
-        "with -f, every change from there on",
+        "or a duration, a whole number of s, m, h or d (30s, 5m, 2h, 1d): the changes "
+        "applied in the last one, by Redis's clock; with -f, every change from there on",
     )
     tail.add_argument(
         "-f",
@@ -275,7 +293,11 @@ def run_tail(args: argparse.Namespace) -> int:
     check_collection_name(args.collection)
     store = _store()
     spec = collection_spec(store, args.collection)
-    given = parse_since(args.since, spec)
+    within = None if args.since is None else duration_ms(args.since)
+    if within is not None:  # where the last duration begins: then as --since that time/cut
+        given: int | Cut | None = store.since_clock(spec.name, within)
+    else:
+        given = parse_since(args.since, spec)
     headers = not args.no_headers
     if spec.buckets > 1:  # changes between consistent cuts, each with its bucket
         assert not isinstance(given, int)

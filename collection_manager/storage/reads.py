@@ -23,6 +23,7 @@ from collection_manager.storage.keys import (
     CollectionKeys,
 )
 from collection_manager.storage.library import READ, call
+from collection_manager.storage.log_clock import first_time_since, redis_now_ms
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
@@ -235,6 +236,24 @@ class StoreReads:
             log = ChangeLog(self._client, spec.unit(bucket).name)
             changes += [(bucket, c) for c in log.newest(cut.times[bucket], count)]
         return CutChanges(changes, cut)
+
+    def since_clock(self, collection: str, within_ms: int) -> int | Cut:
+        """Where the changes applied in the last ``within_ms`` (by Redis's clock) begin, as
+        ``tail`` and ``tail_buckets`` take it: the first such time (the latest readable time
+        + 1 when there is none); of a bucketed collection, the cut just before each bucket's
+        first such time. A few bounded calls per log (``log_clock.first_time_since``)."""
+        spec = self.spec(collection)
+        since_ms = redis_now_ms(self._client) - within_ms
+        if spec.buckets > 1 and spec.bucket is None:
+            cut = read_cut(self._client, spec, readable=True)
+            return Cut(
+                tuple(
+                    first_time_since(self._client, spec.unit(bucket).name, since_ms, through) - 1
+                    for bucket, through in enumerate(cut.times)
+                )
+            )
+        readable = int(self._client.get(CollectionKeys(collection).time) or 0)
+        return first_time_since(self._client, collection, since_ms, readable)
 
     def size(self, collection: str) -> tuple[int, int]:
         """``(distinct rows, latest readable time)`` of ``collection``, read atomically.

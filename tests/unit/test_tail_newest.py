@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from collection_manager.cli.progress import progress_json, progress_table
-from collection_manager.cli.tail import since_argument
 from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD
 from collection_manager.storage.progress import Binding, Progress
 from collection_manager.storage.step_reads import LOG_ENTRIES_PER_CALL, ChangeLog
@@ -89,12 +86,6 @@ def test_a_short_log_is_all_of_it() -> None:
     stream = _log(4)
     assert [c.time for c in ChangeLog(stream, "c").newest(4, 10)] == [1, 2, 3, 4]  # type: ignore[arg-type]
     assert stream.calls == [4]
-
-
-@pytest.mark.parametrize("text", ["30s", "5m", "2h", "1d"])
-def test_a_duration_is_refused_naming_why(text: str) -> None:
-    with pytest.raises(Exception, match="duration, and a collection's times count"):
-        since_argument(text)
 
 
 def test_progress_show_per_partition() -> None:
