@@ -10,13 +10,12 @@ changing a metric::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from prometheus_client.metrics import MetricWrapperBase
 
+from collection_manager.config.generated_page import page_command
 from collection_manager.control import metrics as controller
 from collection_manager.http import metrics as http
 from producers.metrics import AGENT_FAMILIES
@@ -83,23 +82,14 @@ def render_page() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Prints the page, or writes it to a file."""
-    parser = argparse.ArgumentParser(
+    """Prints the page, writes it to a file, or checks a file against it."""
+    return page_command(
+        argv,
         prog="python -m collection_manager.cli.metric_reference",
         description=__doc__.split("\n")[0],
+        render=render_page,
+        regenerate=REGENERATE,
     )
-    parser.add_argument("--write", type=Path, metavar="FILE", help="write the page to FILE")
-    args = parser.parse_args(argv)
-    page = render_page()
-    try:
-        if args.write is None:
-            sys.stdout.write(page)
-        else:
-            args.write.write_text(page)
-    except OSError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from collection_manager.cli.deprecated import ALIASES
 from collection_manager.cli.main import build_parser
+from collection_manager.config.generated_page import page_command
 
 PAGE = "docs/reference/cli.md"
 REGENERATE = f"python -m collection_manager.cli.reference --write {PAGE}"
@@ -126,29 +126,13 @@ def render_page() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Prints the page, writes it to a file, or checks a file against it."""
-    parser = argparse.ArgumentParser(
-        prog="python -m collection_manager.cli.reference", description=__doc__.split("\n")[0]
+    return page_command(
+        argv,
+        prog="python -m collection_manager.cli.reference",
+        description=__doc__.split("\n")[0],
+        render=render_page,
+        regenerate=REGENERATE,
     )
-    parser.add_argument("--write", type=Path, metavar="FILE", help="write the page to FILE")
-    parser.add_argument(
-        "--check", type=Path, metavar="FILE", help="exit 1 when FILE is not the page"
-    )
-    args = parser.parse_args(argv)
-    page = render_page()
-    try:
-        if args.check is not None:
-            same = args.check.read_text() == page
-            if not same:
-                sys.stderr.write(f"{args.check} is out of date: run {REGENERATE}\n")
-            return 0 if same else 1
-        if args.write is None:
-            sys.stdout.write(page)
-        else:
-            args.write.write_text(page)
-    except OSError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Regenerate the page after changing a setting::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -33,6 +32,7 @@ from collection_manager.config import (
     SparkConfig,
     env_name,
 )
+from collection_manager.config.generated_page import page_command
 
 # The classes whose fields are CM_* settings, in the order the reference shows them.
 # Plain dataclasses built in code (AgentConfig, ProducerConfig) are not settings.
@@ -174,27 +174,13 @@ def render_page(classes: Sequence[type[Any]] = CONFIG_CLASSES) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Prints the page, writes it to a file, or checks a file against it."""
-    parser = argparse.ArgumentParser(
-        prog="python -m collection_manager.config.reference", description=__doc__.split("\n")[0]
+    return page_command(
+        argv,
+        prog="python -m collection_manager.config.reference",
+        description=__doc__.split("\n")[0],
+        render=render_page,
+        regenerate=REGENERATE,
     )
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", type=Path, metavar="FILE", help="write the page to FILE")
-    action.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE differs")
-    args = parser.parse_args(argv)
-    page = render_page()
-    try:
-        if args.write is not None:
-            args.write.write_text(page)
-        elif args.check is not None and args.check.read_text() != page:
-            sys.stderr.write(f"{args.check}: the settings reference is out of date; run\n")
-            sys.stderr.write(f"  {REGENERATE}\n")
-            return 1
-        elif args.check is None:
-            sys.stdout.write(page)
-    except OSError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
