@@ -47,6 +47,22 @@ and none shows in `--help`.
 _COMMON = ("-h", "-v")
 
 
+def parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every parser, groups included, with the words that reach it, the top level first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers(sub, (*path, name))
+
+
+def is_group(parser: argparse.ArgumentParser) -> bool:
+    """Whether the parser only chooses among commands (``collections``) rather than runs one."""
+    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+
+
 def commands(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser, str]]:
@@ -56,7 +72,7 @@ def commands(
             continue
         helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
         for name, sub in action.choices.items():
-            if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+            if is_group(sub):
                 yield from commands(sub, (*path, name))
             else:
                 yield (*path, name), sub, helps.get(name, "")

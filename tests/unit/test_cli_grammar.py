@@ -9,12 +9,12 @@ line on stderr.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 
 import pytest
 
 from collection_manager.cli.deprecated import ALIASES, notice, rewrite
 from collection_manager.cli.main import build_parser, main
+from collection_manager.cli.reference import is_group, parsers
 
 TOP_LEVEL = {"setup", "status", "demo"}
 ROW_PRINTING = {
@@ -31,22 +31,8 @@ ROW_PRINTING = {
 DESTRUCTIVE = {"collections drop", "replicas remove", "progress reset", "functions remove"}
 
 
-def _walk(
-    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _walk(sub, (*path, name))
-
-
-ALL = list(_walk(build_parser()))
-LEAVES = {
-    " ".join(path): parser
-    for path, parser in ALL
-    if path and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
-}
+ALL = list(parsers(build_parser()))
+LEAVES = {" ".join(path): parser for path, parser in ALL if path and not is_group(parser)}
 
 
 def _options(parser: argparse.ArgumentParser) -> set[str]:

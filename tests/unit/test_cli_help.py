@@ -9,31 +9,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from collection_manager.cli.main import build_parser
+from collection_manager.cli.reference import is_group, parsers
 
 FLAGS = (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)
 
 
-def _commands(
-    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every parser, with the words that reach it, the top level first."""
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _commands(sub, (*path, name))
-
-
-ALL = list(_commands(build_parser()))
-
-
-def _is_group(parser: argparse.ArgumentParser) -> bool:
-    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+ALL = list(parsers(build_parser()))
 
 
 def test_the_walk_finds_every_command() -> None:
@@ -79,7 +64,7 @@ def test_help_shows_only_its_own_commands_examples(
 ) -> None:
     text = parser.format_help()
     shown = re.findall(r"`collection-manager ([^`]*?) --format json` prints", text)
-    if _is_group(parser):
+    if is_group(parser):
         assert shown == [], f"{' '.join(path)} --help shows its commands' examples"
     for example in shown:
         assert example.split()[: len(path)] == list(path), (path, example)
