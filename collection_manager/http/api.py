@@ -31,6 +31,7 @@ from collection_manager.http.openapi import API, document
 from collection_manager.http.params import Query
 from collection_manager.http.problems import MEDIA_TYPE, Problem
 from collection_manager.http.rows import read_rows
+from collection_manager.http.rows import streams as rows_stream
 from collection_manager.http.security import Cors, authorize
 from collection_manager.observability.health import Health
 
@@ -48,11 +49,15 @@ def _openapi(call: Call, request: Request) -> Answer:
 @dataclasses.dataclass(frozen=True)
 class Route:
     """A path template (``{name}``: one path segment) and its handler; a ``stream`` route
-    takes a stream's slot, not a request's."""
+    (or one whose ``stream`` says so of a request: rows as NDJSON or Arrow) takes a
+    stream's slot, not a request's."""
 
     template: str
     handler: Handler
-    stream: bool = False
+    stream: bool | Callable[[Request], bool] = False
+
+    def streams(self, request: Request) -> bool:
+        return self.stream(request) if callable(self.stream) else self.stream
 
     def match(self, segments: list[str]) -> dict[str, str] | None:
         """The template's arguments in ``segments`` (decoded), or None when it differs."""
@@ -73,7 +78,7 @@ class Route:
 ROUTES = (
     Route(f"{API}/collections", list_collections),
     Route(f"{API}/collections/{{name}}", show_collection),
-    Route(f"{API}/collections/{{name}}/rows", read_rows),
+    Route(f"{API}/collections/{{name}}/rows", read_rows, stream=rows_stream),
     Route(f"{API}/collections/{{name}}/changes", follow_changes, stream=True),
     Route(f"{API}/replicas", list_replicas),
     Route(f"{API}/status", show_status),
@@ -164,7 +169,7 @@ class Api:
                 f"no endpoint at {request.path[:200]!r}; the endpoints: {_ENDPOINTS} "
                 f"(described by {API}/openapi.json)",
             )
-        ticket = (self.streams if route.stream else self.requests).take()
+        ticket = (self.streams if route.streams(request) else self.requests).take()
         try:
             deadline = Deadline(self.config.http_request_timeout_s, TIMEOUT_SETTING, ticket)
             call = Call(self.sources, self.config, deadline, self.stopping)

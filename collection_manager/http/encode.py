@@ -1,28 +1,27 @@
 """A snapshot's rows as the bytes of an answer: JSON, NDJSON or an Arrow IPC stream.
 
 JSON is ``query --format json``'s document, whole (its rows are bounded by
-``CM_HTTP_MAX_ROWS``). NDJSON and Arrow are written as they are made, a bounded batch at a
-time, so an answer of millions of rows is never one more copy of them in memory: NDJSON a
-header line with ``collection`` and ``as_of``, then one ``{"row", "count"}`` line per row;
-Arrow a schema (the columns, then the multiplicity) whose metadata holds ``collection``
-and ``as_of``, then record batches.
+``CM_HTTP_MAX_ROWS``). NDJSON and Arrow encode the steps of a streamed read
+(``storage/streamed.py``) as they come, one part of the answer per step, so an answer of
+millions of rows never holds more than one step: NDJSON a header line with ``collection``
+and ``as_of``, then one ``{"row", "count"}`` line per row; Arrow a schema (the columns, then
+the multiplicity) whose metadata holds ``collection`` and ``as_of``, then a record batch
+per step.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
 from collection_manager.core.specs import CollectionSpec, Row
-from collection_manager.reading.rows import as_object, as_of_value, query_json
+from collection_manager.reading.rows import as_object, query_json
 from collection_manager.storage.reads import Snapshot
 
-# Rows per NDJSON write and per Arrow record batch: large enough that the per-batch costs
-# vanish, small enough that a batch is a few MB at most.
-BATCH_ROWS = 8_192
+# A step's rows, as a streamed read hands them on.
+Steps = Iterable[Mapping[Row, int]]
 
 _ARROW_TYPES = {
     "long": pa.int64(),
@@ -43,19 +42,14 @@ def json_answer(spec: CollectionSpec, snapshot: Snapshot) -> bytes:
     return _dumps(query_json(spec, snapshot)) + b"\n"
 
 
-def _batches(snapshot: Snapshot) -> Iterator[list[tuple[Row, int]]]:
-    items = iter(snapshot.rows.items())
-    while batch := list(itertools.islice(items, BATCH_ROWS)):
-        yield batch
-
-
-def ndjson_answer(spec: CollectionSpec, snapshot: Snapshot) -> Iterator[bytes]:
+def ndjson_answer(spec: CollectionSpec, as_of: int | str, steps: Steps) -> Iterator[bytes]:
     """A header line ``{"collection", "as_of"}``, then ``{"row", "count"}`` per row, in the
-    order the read found them."""
-    yield _dumps({"collection": spec.name, "as_of": as_of_value(snapshot)}) + b"\n"
-    for batch in _batches(snapshot):
+    order the read found them: one part per step, made when the step comes."""
+    yield _dumps({"collection": spec.name, "as_of": as_of}) + b"\n"
+    for step in steps:
         yield b"".join(
-            _dumps({"row": as_object(spec, row), "count": count}) + b"\n" for row, count in batch
+            _dumps({"row": as_object(spec, row), "count": count}) + b"\n"
+            for row, count in step.items()
         )
 
 
@@ -65,12 +59,12 @@ def count_field(spec: CollectionSpec) -> str:
     return "(count)" if "count" in spec.column_names else "count"
 
 
-def arrow_schema(spec: CollectionSpec, snapshot: Snapshot) -> pa.Schema:
+def arrow_schema(spec: CollectionSpec, as_of: int | str) -> pa.Schema:
     """The columns with their types and nullability, then the multiplicity (int64); the
     metadata names the collection and ``as_of`` (as text: a time or a cut)."""
     fields = [pa.field(c.name, _ARROW_TYPES[c.type], nullable=c.nullable) for c in spec.columns]
     fields.append(pa.field(count_field(spec), pa.int64(), nullable=False))
-    metadata = {"collection": spec.name, "as_of": str(as_of_value(snapshot))}
+    metadata = {"collection": spec.name, "as_of": str(as_of)}
     return pa.schema(fields, metadata=metadata)
 
 
@@ -96,14 +90,17 @@ class _Sink:
         return data
 
 
-def arrow_answer(spec: CollectionSpec, snapshot: Snapshot) -> Iterator[bytes]:
-    """The Arrow IPC stream of the rows: the schema, a record batch per
-    :data:`BATCH_ROWS` rows in the order the read found them, and the end marker."""
-    schema = arrow_schema(spec, snapshot)
+def arrow_answer(spec: CollectionSpec, as_of: int | str, steps: Steps) -> Iterator[bytes]:
+    """The Arrow IPC stream of the rows: the schema, a record batch per step (made when the
+    step comes) in the order the read found them, and the end marker."""
+    schema = arrow_schema(spec, as_of)
     sink = _Sink()
     with pa.ipc.new_stream(pa.PythonFile(sink, mode="w"), schema) as writer:
         yield sink.take()
-        for batch in _batches(snapshot):
+        for step in steps:
+            if not step:
+                continue
+            batch = list(step.items())
             columns = [list(values) for values in zip(*(row for row, _ in batch), strict=True)]
             if not columns:  # a collection without columns: only the counts
                 columns = [[] for _ in spec.columns]

@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from collection_manager.config.errors import ConfigError
+from collection_manager.core.errors import CollectionManagerError
 from collection_manager.http import metrics
 from collection_manager.http.api import Api
 from collection_manager.http.exchange import Answer, Request
@@ -140,8 +141,25 @@ class _Handler(BaseHTTPRequestHandler):
             metrics.DURATION.labels(answer.route).observe(time.monotonic() - arrived)
 
     def _write_chunks(self, body: Iterable[bytes], chunked: bool) -> None:
-        """Each part as it comes, flushed: a write that blocks holds the producer back."""
-        for part in body:
+        """Each part as it comes, flushed: a write that blocks holds the producer back.
+
+        A part that cannot be made (a streamed read that failed after its first step) ends
+        the answer without its last chunk: its status is sent, and a client must not take
+        what came for the whole. The log says why, in one line.
+        """
+        parts = iter(body)
+        while True:
+            try:
+                part = next(parts, None)
+            except Exception as exc:
+                self.close_connection = True
+                path = self.path.partition("?")[0][:200]
+                logger.warning(
+                    "%s %s: the answer was cut short: %s", self.command, path, _reason(exc)
+                )
+                return
+            if part is None:
+                break
             if not part:
                 continue
             if chunked:
@@ -175,6 +193,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request's one line is _serve's
+
+
+def _reason(exc: Exception) -> str:
+    # Our errors say what went wrong and hold no secret; another's type is enough.
+    if isinstance(exc, CollectionManagerError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
 
 
 class ApiServer(ThreadingHTTPServer):

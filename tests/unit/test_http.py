@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from collection_manager.config import HttpConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.core.cut import Cut
 from collection_manager.core.errors import FilterError, InfrastructureError, UnknownCollectionError
+from collection_manager.core.specs import Row
 from collection_manager.http import openapi
 from collection_manager.http.api import ROUTES, Api, route_of
 from collection_manager.http.context import Sources
@@ -298,13 +300,18 @@ def test_a_deadline_answers_504_and_the_read_keeps_its_slot_until_it_ends() -> N
 
 
 def test_the_three_encodings_hold_the_same_rows() -> None:
-    rows = {("r1", "u1", 0, 41): 1, ("r1", "u1", 1, None): 2, ("r2", "ü", 0, 7): -1}
+    rows: dict[Row, int] = {("r1", "u1", 0, 41): 1, ("r1", "u1", 1, None): 2, ("r2", "ü", 0, 7): -1}
     snapshot = Snapshot(rows, 42)
     document = json.loads(json_answer(FRONTIERS, snapshot))
     assert document["as_of"] == 42 and len(document["rows"]) == 3
-    lines = [json.loads(line) for line in b"".join(ndjson_answer(FRONTIERS, snapshot)).splitlines()]
+    steps = [dict(list(rows.items())[:2]), {}, dict(list(rows.items())[2:])]
+    lines = [
+        json.loads(line) for line in b"".join(ndjson_answer(FRONTIERS, 42, steps)).splitlines()
+    ]
     assert lines[0] == {"collection": "compute_frontiers", "as_of": 42}
-    table = pa.ipc.open_stream(io.BytesIO(b"".join(arrow_answer(FRONTIERS, snapshot)))).read_all()
+    arrow = pa.ipc.open_stream(io.BytesIO(b"".join(arrow_answer(FRONTIERS, 42, steps))))
+    assert [batch.num_rows for batch in arrow] == [2, 1]  # a record batch per step with rows
+    table = pa.ipc.open_stream(io.BytesIO(b"".join(arrow_answer(FRONTIERS, 42, steps)))).read_all()
     assert table.schema.metadata == {b"collection": b"compute_frontiers", b"as_of": b"42"}
     as_arrow = sorted(json.dumps(r, sort_keys=True) for r in table.to_pylist())
     as_lines = sorted(
@@ -315,15 +322,34 @@ def test_the_three_encodings_hold_the_same_rows() -> None:
     )
     assert as_arrow == as_lines == as_json
     cut = Snapshot(rows, 12, Cut((5, 7)))
-    assert json.loads(next(iter(ndjson_answer(FRONTIERS, cut))))["as_of"] == "5,7"
+    assert json.loads(next(iter(ndjson_answer(FRONTIERS, cut.as_of_text, []))))["as_of"] == "5,7"
     assert count_field(ERRORS) == "(count)" and count_field(FRONTIERS) == "count"
 
 
 def test_an_empty_snapshot_is_a_schema_and_no_rows() -> None:
-    table = pa.ipc.open_stream(
-        io.BytesIO(b"".join(arrow_answer(ERRORS, Snapshot({}, 0))))
-    ).read_all()
+    table = pa.ipc.open_stream(io.BytesIO(b"".join(arrow_answer(ERRORS, 0, [])))).read_all()
     assert table.num_rows == 0 and table.schema.names == [*ERRORS.column_names, "(count)"]
+
+
+def _counting(asked: list[int]) -> Iterator[dict[Row, int]]:
+    for n in range(5):
+        asked.append(n)
+        yield {(f"r{n}", "u", n, None): 1}
+
+
+def test_each_step_is_read_only_once_the_part_before_was_taken() -> None:
+    """The encoders hold one step: a step is asked for only when the part made of the one
+    before was taken (a counting source), so the rows in memory are a step's at most."""
+    for encode in (ndjson_answer, arrow_answer):
+        asked: list[int] = []
+        parts = encode(FRONTIERS, 1, _counting(asked))
+        next(parts)  # the header (NDJSON) or the schema (Arrow): no step read yet
+        assert asked == []
+        for taken in range(1, 6):
+            next(parts)
+            assert len(asked) == taken
+        list(parts)  # the rest: Arrow's end marker
+        assert len(asked) == 5
 
 
 # Routes and the answers given before any read
