@@ -153,6 +153,9 @@ function renderFleet() {
       cell.dataset.collection = name;
       if (!counts) cell.textContent = "…";
       else cell.textContent = (counts._capped ? "≥" : "") + (counts[replica.replica_id] || 0);
+      // The store keeps no row counter per replica: past COUNT_LIMIT rows read, a count
+      // is what those rows hold, a lower bound, and says so.
+      if (counts && counts._capped) cell.title = `at least: counted in the first ${COUNT_LIMIT} rows read`;
     }
   }
   $("fleet-count").textContent = `${state.replicas.length} replicas`;
