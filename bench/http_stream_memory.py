@@ -1,8 +1,8 @@
-"""The peak resident set of ``serve`` streaming a collection whole as NDJSON and Arrow, so
-that a read of 10^7 rows can be set against one of 10^6 (bounded: about equal).
+"""The peak resident set of ``server run`` streaming a collection whole as NDJSON and Arrow,
+so that a read of 10^7 rows can be set against one of 10^6 (bounded: about equal).
 
 Needs a Redis holding ``bench/http_reads.py``'s collection (``--load N`` makes it there
-with ``load_rows``); starts a ``collection-manager serve`` of its own on it, reads the rows
+with ``load_rows``); starts a ``collection-manager server run`` of its own on it, reads the rows
 whole with each ``Accept`` and prints the server's ``VmHWM``, reset before each read.
 Figures: bench/notes.md ("Rows streamed over HTTP at 10^7 rows").
 
@@ -39,11 +39,11 @@ def _memory_mib(pid: int) -> dict[str, int]:
 
 
 def measure(redis_url: str) -> None:
-    """Starts ``serve`` on ``redis_url`` and prints each whole read's figures."""
+    """Starts ``server run`` on ``redis_url`` and prints each whole read's figures."""
     port = _free_port()
     env = dict(os.environ, CM_REDIS_URL=redis_url, CM_HTTP_ADDRESS=f"127.0.0.1:{port}")
     env["CM_HTTP_REQUEST_TIMEOUT_S"] = "60"
-    server = subprocess.Popen([*cli(), "serve"], env=env, stdout=subprocess.DEVNULL)
+    server = subprocess.Popen([*cli(), "server", "run"], env=env, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
