@@ -35,8 +35,7 @@ def _whole(rows: dict[str, Any]) -> list[Figure]:
                 query["wall_s"],
                 base,
                 note=f"{s['rows_per_s']:,.0f} rows/s against {query['rows_per_s']:,.0f}; "
-                f"the answer's head after {s['head_s']:.2f} s (the read holds every row "
-                f"before the first is sent); median of {s['reads']}",
+                f"the answer's head after {s['head_s']:.2f} s; median of {s['reads']}",
             )
         )
     for label, what in (("arrow", "Arrow"), ("ndjson", "NDJSON")):

@@ -20,10 +20,11 @@ import time
 import requests
 
 from bench.http_reads import COLLECTION, cli, load_rows
+from collection_manager.http.negotiation import ARROW, NDJSON
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.store import RedisStore
 
-MEDIA = ("application/x-ndjson", "application/vnd.apache.arrow.stream")
+MEDIA = (NDJSON, ARROW)
 
 
 def _free_port() -> int:
