@@ -40,14 +40,8 @@ from collection_manager.cli.status import (
     status_tables,
     unpublished_summary,
 )
-from collection_manager.cli.tail import (
-    EXAMPLE_BUCKETED,
-    EXAMPLE_CUT_LOG,
-    EXAMPLE_LOG,
-    cut_tail_json,
-    tail_json,
-    tail_table,
-)
+from collection_manager.cli.tail import EXAMPLE_BUCKETED, EXAMPLE_CUT_LOG, EXAMPLE_LOG
+from collection_manager.cli.tail_views import cut_tail_json, tail_json, tail_table
 from collection_manager.cli.where import OPERATORS, parse_where
 from collection_manager.control.controller import ReplicaStatus
 from collection_manager.core.errors import FilterError, UnknownCollectionError
