@@ -17,8 +17,14 @@ Options after ``run``, separated by commas:
 
 - ``fresh-state``: the block runs in an empty state directory with no service configured
   (it starts and stops services of its own, as ``infra up`` ... ``infra down`` does).
-- ``continues``: a Python block that goes on from the previous block of its page (the two
-  run as one script, as a reader pastes them one after the other).
+- ``continues``: a block that goes on from the previous block of its page and language
+  (the two run as one script, as a reader pastes them one after the other into one shell
+  or interpreter: what the first started in the background still runs); the first
+  block's options hold for the whole.
+- ``slow``: the example starts minutes of services of its own (a replicated deployment),
+  so it runs in ``make test-slow``, not in ``make test``.
+- ``timeout N``: it may take ``N`` seconds to end (or to get ready, with ``until``)
+  instead of the runner's default.
 - ``until TEXT``: the block's last command runs until stopped (``consume``, ``tail -f``, a
   stream's ``awaitTermination()``): it passes once TEXT is in its output, and then it is
   interrupted as by Ctrl-C and must end quietly (exit 0 or 130).

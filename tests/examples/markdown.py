@@ -39,6 +39,9 @@ class Example:
         code: the text to run.
         fresh_state: whether it runs in an empty state directory of its own.
         until: text that says the block's long-running command is ready, or ``None``.
+        slow: whether it runs only in ``make test-slow`` (it starts a replicated
+            deployment, minutes of its own).
+        timeout_s: its time to end (or get ready), ``None`` for the runner's default.
     """
 
     path: str
@@ -47,6 +50,8 @@ class Example:
     code: str
     fresh_state: bool = False
     until: str | None = None
+    slow: bool = False
+    timeout_s: float | None = None
 
     @property
     def location(self) -> str:
@@ -62,6 +67,8 @@ class Marking:
     fresh_state: bool = False
     continues: bool = False
     until: str | None = None
+    slow: bool = False
+    timeout_s: float | None = None
 
 
 def fences(text: str) -> list[Fence]:
@@ -118,10 +125,12 @@ def parse_marking(text: str) -> Marking:
         raise ValueError(f"unknown marking {text!r}: expected {_HOW}")
     marking = Marking(run=True)
     for option in options:
-        if option in ("fresh-state", "continues"):
+        if option in ("fresh-state", "continues", "slow"):
             marking = dataclasses.replace(marking, **{option.replace("-", "_"): True})
         elif option.startswith("until ") and option[6:].strip():
             marking = dataclasses.replace(marking, until=option[6:].strip().strip('"'))
+        elif option.startswith("timeout ") and option[8:].strip().isdigit():
+            marking = dataclasses.replace(marking, timeout_s=float(option[8:].strip()))
         else:
             raise ValueError(f"unknown option {option!r} of marking {text!r}")
     return marking
@@ -131,7 +140,7 @@ def examples(path: str, text: str) -> tuple[list[Example], list[str]]:
     """The runnable examples of the page ``path`` with text ``text``, and its problems.
 
     A problem is a ``path:line: ...`` line: a runnable fence without a marking, a marking
-    that does not parse, a ``continues`` with no Python example before it.
+    that does not parse, a ``continues`` with no example of its language before it.
     """
     found: list[Example] = []
     problems: list[str] = []
@@ -157,12 +166,22 @@ def examples(path: str, text: str) -> tuple[list[Example], list[str]]:
 def _add(found: list[Example], path: str, fence: Fence, marking: Marking) -> str | None:
     """Appends the fence's example to ``found`` (or to the one it continues); a problem."""
     language = "python" if fence.language in PYTHON else "sh"
-    example = Example(path, fence.line, language, fence.code, marking.fresh_state, marking.until)
+    example = Example(
+        path,
+        fence.line,
+        language,
+        fence.code,
+        marking.fresh_state,
+        marking.until,
+        marking.slow,
+        marking.timeout_s,
+    )
     if not marking.continues:
         found.append(example)
         return None
-    if language != "python" or not found or found[-1].language != "python":
-        return "'continues' needs a Python run block before it, and is one itself"
+    if not found or found[-1].language != language:
+        return "'continues' needs a run block of its language before it"
+    # The options of the first block hold for the whole: it is where a reader starts.
     previous = found[-1]
     found[-1] = dataclasses.replace(
         previous, code=previous.code + example.code, until=example.until or previous.until

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _pytest.mark import ParameterSet
 
 from collection_manager import devservices
 from collection_manager.config import InfraConfig
@@ -52,7 +53,14 @@ def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.location)
+def _params(examples: list[Example]) -> list[ParameterSet]:
+    """Each example a case; one that starts minutes of services of its own is ``slow``."""
+    return [
+        pytest.param(e, id=e.location, marks=[pytest.mark.slow] if e.slow else []) for e in examples
+    ]
+
+
+@pytest.mark.parametrize("example", _params(EXAMPLES))
 def test_the_example_runs_as_written(
     example: Example, reader_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -61,7 +69,13 @@ def test_the_example_runs_as_written(
         env = {k: v for k, v in env.items() if k not in _ADDRESSES}
         env["CM_STATE_DIR"] = str(tmp_path / "state")
     try:
-        outcome = run(example, env=env, cwd=ROOT, workdir=tmp_path / "example", timeout=TIMEOUT_S)
+        outcome = run(
+            example,
+            env=env,
+            cwd=ROOT,
+            workdir=tmp_path / "example",
+            timeout=example.timeout_s or TIMEOUT_S,
+        )
     finally:
         if example.fresh_state:  # what a failed example left running in its own state dir
             _cli(env, "infra", "down")

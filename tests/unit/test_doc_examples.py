@@ -75,6 +75,7 @@ def test_a_page_gives_its_run_blocks_and_names_an_unmarked_one_by_file_and_line(
         ("run, quickly", "unknown option 'quickly'"),
         ("illustration, fresh-state", "unknown marking"),
         ("run, until", "unknown option 'until'"),
+        ("run, timeout soon", "unknown option 'timeout soon'"),
     ],
 )
 def test_a_marking_that_does_not_parse_is_named(marking: str, message: str) -> None:
@@ -82,12 +83,24 @@ def test_a_marking_that_does_not_parse_is_named(marking: str, message: str) -> N
         parse_marking(marking)
 
 
-def test_continues_needs_a_python_run_block_before_it() -> None:
+def test_continues_needs_a_run_block_of_its_language_before_it() -> None:
     page = "<!-- example: run -->\n```sh\ntrue\n```\n"
     page += "<!-- example: run, continues -->\n```python\n```\n"
 
     assert examples("p.md", page)[1] == [
-        "p.md:6: 'continues' needs a Python run block before it, and is one itself"
+        "p.md:6: 'continues' needs a run block of its language before it"
+    ]
+
+
+def test_shell_blocks_continue_as_one_script_with_the_first_blocks_options() -> None:
+    page = "<!-- example: run, fresh-state, slow, timeout 300 -->\n```sh\nsleep 9 &\n```\n"
+    page += "Prose between.\n\n<!-- example: run, continues -->\n```bash\nkill %1\n```\n"
+
+    found, trouble = examples("p.md", page)
+
+    assert trouble == []
+    assert [(e.code, e.fresh_state, e.slow, e.timeout_s) for e in found] == [
+        ("sleep 9 &\nkill %1\n", True, True, 300.0)
     ]
 
 
