@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
-from collection_manager.config.errors import ConfigError
+from collection_manager.config.services import running
 from collection_manager.control.controller import Controller
-from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec, validate_row
 from collection_manager.storage.replication import Durability
 from producers.agent import AgentConfig, ReplicaAgent
@@ -125,6 +125,25 @@ class PushSource:
         self._pending[collection].extend(changes)
 
 
+def _endpoints(bootstrap: str | None, redis_url: str | None) -> tuple[str, str]:
+    """The given addresses, else the services the CLI's commands use: ``CM_KAFKA_BOOTSTRAP``
+    and ``CM_REDIS_URL``, else the ones ``infra up`` recorded in the state directory.
+
+    Raises:
+        InfrastructureError: naming the missing service and how to give it.
+    """
+    if bootstrap and redis_url:
+        return bootstrap, redis_url
+    needs = [name for name, given in (("kafka", bootstrap), ("redis", redis_url)) if not given]
+    try:
+        found = running(from_env(InfraConfig), needs=needs)
+    except InfrastructureError as exc:
+        raise InfrastructureError(
+            f"EmbeddedReplica: {exc} (or pass bootstrap= and redis_url=)"
+        ) from exc
+    return bootstrap or found.kafka_bootstrap, redis_url or found.redis_url
+
+
 class EmbeddedReplica:
     """A replica process publishing its own collections.
 
@@ -142,10 +161,16 @@ class EmbeddedReplica:
     Args:
         replica_id: the replica (its rows carry it; its lease and epoch are its own).
         collections: what it publishes; missing collections are created.
-        bootstrap: Kafka bootstrap servers; default ``CM_KAFKA_BOOTSTRAP``.
-        redis_url: the Redis of the collections; default ``CM_REDIS_URL``.
+        bootstrap: Kafka bootstrap servers; default ``CM_KAFKA_BOOTSTRAP``, else the broker
+            ``infra up`` started, as the CLI's commands find it.
+        redis_url: the Redis of the collections; default ``CM_REDIS_URL``, else the one
+            ``infra up`` started.
         topic: the requests topic; default ``CM_TOPIC``.
         config: step interval, heartbeats, row TTL; default from the ``CM_*`` settings.
+
+    Raises:
+        InfrastructureError: when no Kafka or Redis is given, configured or running; the
+            message names the setting.
     """
 
     def __init__(
@@ -157,14 +182,7 @@ class EmbeddedReplica:
         topic: str | None = None,
         config: ReplicaConfig | None = None,
     ) -> None:
-        infra = from_env(InfraConfig)
-        bootstrap = bootstrap or infra.kafka_bootstrap
-        redis_url = redis_url or infra.redis_url
-        if not bootstrap or not redis_url:
-            raise ConfigError(
-                "EmbeddedReplica needs Kafka and Redis: pass bootstrap and redis_url, or set "
-                "CM_KAFKA_BOOTSTRAP and CM_REDIS_URL"
-            )
+        bootstrap, redis_url = _endpoints(bootstrap, redis_url)
         self.replica_id = replica_id
         self._config = config or from_env(ReplicaConfig)
         suffix = self._config.collection_suffix

@@ -125,8 +125,12 @@ def parse_marking(text: str) -> Marking:
         raise ValueError(f"unknown marking {text!r}: expected {_HOW}")
     marking = Marking(run=True)
     for option in options:
-        if option in ("fresh-state", "continues", "slow"):
-            marking = dataclasses.replace(marking, **{option.replace("-", "_"): True})
+        if option == "fresh-state":
+            marking = dataclasses.replace(marking, fresh_state=True)
+        elif option == "continues":
+            marking = dataclasses.replace(marking, continues=True)
+        elif option == "slow":
+            marking = dataclasses.replace(marking, slow=True)
         elif option.startswith("until ") and option[6:].strip():
             marking = dataclasses.replace(marking, until=option[6:].strip().strip('"'))
         elif option.startswith("timeout ") and option[8:].strip().isdigit():
