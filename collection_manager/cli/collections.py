@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.cli.buckets import (
     add_bucket_options,
     create_checked,
@@ -82,14 +83,6 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def seconds_argument(text: str) -> float:
-    """An argparse type: seconds, 0 or more."""
-    value = float(text)
-    if not 0 <= value < float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
     return value
 
 

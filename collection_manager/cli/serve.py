@@ -10,7 +10,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from collection_manager.cli.collections import seconds_argument
+from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.config import (
     ConsumerConfig,
     HttpConfig,

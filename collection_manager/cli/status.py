@@ -6,12 +6,15 @@ import argparse
 import dataclasses
 import datetime
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.reading.readiness import wait_until_ready
 from collection_manager.reading.status import (
     TOTALS,
     UNPUBLISHED_COLUMNS,
@@ -34,6 +37,10 @@ from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import UnpublishedLetter
 from collection_manager.storage.heartbeats import Liveness
 from schemas.introspection import introspection_spec
+
+# The consumer's first start (Spark's JVM, the Kafka source) takes up to a minute on two
+# busy cores; --wait allows twice that.
+WAIT_TIMEOUT_S = 120.0
 
 
 def bucket_table(infos: Sequence[CollectionInfo]) -> TableView:
@@ -258,6 +265,21 @@ def register(commands: Any) -> None:
         help="the consumer of this request topic (default CM_TOPIC); consumers of other "
         "topics in the same Redis are listed under other_topics",
     )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="first wait until the pipeline is ready: the consumer applies, every active "
+        "replica's heartbeat was applied, and what was published until then is applied "
+        "(for scripts that start the pipeline in the background, then read)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds_argument,
+        default=WAIT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long --wait waits before it fails, naming what it waited for "
+        f"(default {WAIT_TIMEOUT_S:g})",
+    )
     parser.set_defaults(run=run)
 
 
@@ -270,6 +292,15 @@ def run(args: argparse.Namespace) -> int:
     namespace = from_env(ReplicaConfig).replica_namespace
     client = connected_client(endpoints.redis_url)
     try:
+        if args.wait:
+            wait_until_ready(
+                client,
+                endpoints.kafka_bootstrap,
+                topic,
+                namespace,
+                args.timeout,
+                lambda reason: print(f"waiting for {reason}", file=sys.stderr, flush=True),
+            )
         report = read_status(
             client, endpoints.kafka_bootstrap, topic, namespace, infra.services_file
         )

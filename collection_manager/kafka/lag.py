@@ -46,3 +46,33 @@ def lag_now(
         return lag
     finally:
         consumer.close()
+
+
+def end_offsets(bootstrap: str, topic: str, budget_s: float = KAFKA_BUDGET_S) -> dict[str, int]:
+    """Per ``topic:partition`` of ``topic``: the offset its next record will get, now.
+
+    Raises:
+        KafkaException: when the broker does not answer within ``budget_s`` in all, or
+            ``topic`` does not exist.
+    """
+    deadline = time.monotonic() + budget_s
+    options: dict[str, Any] = {
+        **from_environment().client_settings(bootstrap),
+        "group.id": "collection-manager-status",
+        "logger": LIBRDKAFKA_LOGGER,
+    }
+    consumer = Consumer(options)
+    try:
+        described = consumer.list_topics(topic, timeout=budget_s).topics.get(topic)
+        if described is None or described.error is not None or not described.partitions:
+            raise KafkaException(f"topic {topic} does not exist")
+        ends = {}
+        for partition in sorted(described.partitions):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaException(f"no answer within {budget_s} s")
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=left)
+            ends[f"{topic}:{partition}"] = high
+        return ends
+    finally:
+        consumer.close()
