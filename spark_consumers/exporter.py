@@ -156,6 +156,13 @@ GROUP_COMMIT_FAILURES = Counter(
     ["topic"],
     registry=REGISTRY,
 )
+CLAIM_TAKEOVERS = Counter(
+    "cm_consumer_claim_takeovers",
+    "Starts that took over the topic's claim from a consumer that no longer ran on this "
+    "host (killed), before its record expired (storage/claims.py).",
+    ["topic"],
+    registry=REGISTRY,
+)
 UNPUBLISHED = Gauge(
     "cm_consumer_dead_letters_unpublished",
     "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
@@ -215,7 +222,14 @@ class ConsumerObservability:
         self._stop = threading.Event()
         self.health.add_check("outage", lambda: "waiting out an outage" if self._outage else None)
         self.health.add_check("progress", self._progress_reason)
-        for metric in (BATCHES, DEAD_LETTERS, CONTROL, TIMER_RETRACTIONS, OUTAGE_RETRIES):
+        for metric in (
+            BATCHES,
+            DEAD_LETTERS,
+            CONTROL,
+            TIMER_RETRACTIONS,
+            OUTAGE_RETRIES,
+            CLAIM_TAKEOVERS,
+        ):
             metric.labels(topic)  # shown as 0 from the start, so rate() sees the first one
         OUTAGE.labels(topic).set(0)
         UP.labels(topic).set(0)
@@ -260,6 +274,9 @@ class ConsumerObservability:
 
     def group_commit_failed(self) -> None:
         GROUP_COMMIT_FAILURES.labels(self.topic).inc()
+
+    def claim_taken_over(self) -> None:
+        CLAIM_TAKEOVERS.labels(self.topic).inc()
 
     def progress(self, read: Mapping[str, int]) -> None:
         """The query reported progress (a batch, or an idle trigger) having read ``read``."""

@@ -20,7 +20,8 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
-from collection_manager.storage.client import REDIS_FAULTS
+from collection_manager.storage.claims import ClaimLostError, ConsumerClaim, Holder
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
 from collection_manager.storage.library import library_name
 from collection_manager.storage.replication import Durability
@@ -178,8 +179,13 @@ def run_consumer(
     starts again where Redis's progress says (``spark_consumers/startup.py``); the watermarks
     make the replay apply nothing twice.
 
+    One consumer per topic and Redis: it first claims the topic (``storage/claims.py``),
+    once Redis answers, and stops when another consumer took the claim over meanwhile.
+
     Raises:
         ProgressMismatchError: Redis's progress was written for another Kafka cluster.
+        ClaimHeldError: another consumer of the topic runs on this Redis (before Spark).
+        ClaimLostError: another consumer took the claim over while this one was silent.
 
     Args:
         replica_namespace: the controller's key namespace (``CM_REPLICA_NAMESPACE``).
@@ -206,15 +212,30 @@ def run_consumer(
         report=lambda ongoing: observed.outage(ongoing, retried=ongoing),
     )
     probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
-    heartbeat = Heartbeat(
-        endpoints.redis_url, CONSUMER, config.topic, library=library_name()
-    ).start()
+    claim, lost = ConsumerClaim(config.topic), list[Holder]()
+
+    def taken_over(holder: Holder) -> None:  # from the heartbeat's thread
+        lost.append(holder)
+        stop.set()
+
+    heartbeat: Heartbeat | None = None
     group = (
         GroupOffsets(endpoints.kafka_bootstrap, config.topic, config.commit_group)
         if config.commit_group
         else None
     )
     try:
+        if not until_done(lambda: _claim(claim, endpoints.redis_url, observed), outage, stop,
+                          TRANSIENT_FAULTS):  # fmt: skip
+            return
+        heartbeat = Heartbeat(
+            endpoints.redis_url,
+            CONSUMER,
+            config.topic,
+            library=library_name(),
+            claim=claim,
+            lost=taken_over,
+        ).start()
         store = until_done(
             lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
         )
@@ -259,10 +280,34 @@ def run_consumer(
     finally:
         deadline.cancel()
         probe.stop()
-        heartbeat.stop()
+        if heartbeat is not None:
+            heartbeat.stop()
         observed.close()
         if group is not None:
             group.close()
+    if lost:
+        raise ClaimLostError(config.topic, lost[0], claim.expiry_s)
+
+
+def _claim(claim: ConsumerClaim, redis_url: str, observed: ConsumerObservability) -> bool:
+    """Claims the topic (a fault of Redis is retried by the caller); True once it is ours.
+
+    Raises:
+        ClaimHeldError: another consumer of the topic holds it.
+    """
+    client = redis_client(redis_url, socket_connect_timeout=5, socket_timeout=5)
+    try:
+        stale = claim.acquire(client)
+    finally:
+        client.close()
+    if stale is not None:
+        observed.claim_taken_over()
+        logger.warning(
+            "took over the claim on topic %s of a consumer that no longer runs (%s)",
+            claim.topic,
+            stale.describe(),
+        )
+    return True
 
 
 def _batch_done(

@@ -8,7 +8,9 @@ forever. Instead each process beats every few seconds from a thread of its own:
 - ``cm:beat:<kind>:<name>``, without an expiry: the last beat (when, which pid on which
   host, and what the process adds), so ``status`` says since when a process is silent.
 
-One pair per consumer topic or controller namespace, never per replica: bounded.
+One pair per consumer topic or controller namespace, never per replica: bounded. The
+consumer's alive key is its claim on the topic too (``claims.py``): its heartbeat renews it
+only while it is still the consumer's own.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.libraries import in_use_key
+
+if TYPE_CHECKING:
+    from collection_manager.storage.claims import ConsumerClaim, Holder
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +96,9 @@ class Heartbeat:
         detail: the process' own fields of each beat (e.g. the controller's last tick).
         library: the store library the process calls while it runs (the consumer's), which
             each beat marks in use (``libraries.py``), so that no one removes it.
+        claim: the consumer's claim (``claims.py``), renewed instead of setting the alive
+            key; once another process holds it, the beats end and ``lost`` is called with
+            that holder.
     """
 
     def __init__(
@@ -102,9 +110,12 @@ class Heartbeat:
         interval_s: float = BEAT_INTERVAL_S,
         expiry_s: int = ALIVE_EXPIRY_S,
         library: str | None = None,
+        claim: ConsumerClaim | None = None,
+        lost: Callable[[Holder], None] = lambda _holder: None,
     ) -> None:
         self._url, self._kind, self._name = redis_url, kind, name
         self._library = library
+        self._claim, self._lost = claim, lost
         self._detail, self._interval_s, self._expiry_s = detail, interval_s, expiry_s
         self._identity = {
             "pid": os.getpid(),
@@ -123,7 +134,10 @@ class Heartbeat:
         """Ends the beats and removes the alive key: a clean stop shows at once."""
         self._stop.set()
         self._thread.join(timeout=10)
-        self._write(lambda client: client.delete(alive_key(self._kind, self._name)))
+        if self._claim is not None:
+            self._write(self._claim.release)
+        else:
+            self._write(lambda client: client.delete(alive_key(self._kind, self._name)))
         if self._client is not None:
             self._client.close()
 
@@ -134,10 +148,17 @@ class Heartbeat:
 
     def _beat(self, client: redis.Redis) -> None:
         record = {**self._identity, **self._detail(), "at_ms": int(time.time() * 1000)}
-        # The record first: a reader that finds the process alive finds its record too.
+        if self._claim is not None and (holder := self._claim.renew(client)) is not None:
+            # Another holds it: its beats are the record now, this process goes.
+            self._stop.set()
+            self._lost(holder)
+            return
+        # The record first: a reader that finds the process alive finds its record too
+        # (a claim renewed above is in place from before, since its first acquiring).
         with client.pipeline(transaction=False) as pipe:
             pipe.set(beat_key(self._kind, self._name), json.dumps(record))
-            pipe.set(alive_key(self._kind, self._name), record["pid"], ex=self._expiry_s)
+            if self._claim is None:
+                pipe.set(alive_key(self._kind, self._name), record["pid"], ex=self._expiry_s)
             if self._library is not None:
                 user = f"{self._kind}:{self._name}"
                 pipe.set(in_use_key(self._library), user, ex=self._expiry_s)
