@@ -7,9 +7,10 @@ log records Redis's clock at each time, ``storage/log_clock.py``); ``-f`` goes o
 new changes as they come. Every Redis call is bounded: the newest are read backwards from
 the end of the log, a few entries a call (``ChangeLog.newest``), never the whole log.
 
-A bucketed collection has a time per bucket and no order across them: its newest changes
-are each bucket's newest ``-n``, printed with their bucket and the cut the read went
-through (``as_of``), which ``--since`` takes back to go on after it.
+A bucketed collection has a time per bucket and no order across them: its newest ``-n``
+changes are the newest by the clocks the logs record, printed with their bucket and the
+cut the read went through (``as_of``), which ``--since`` takes back to go on after it; with
+``--since``, the first ``-n`` in bucket order (``at_most``).
 """
 
 from __future__ import annotations
@@ -144,9 +145,11 @@ def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_
         type=count_argument,
         default=DEFAULT_COUNT,
         metavar="N",
-        help=f"at most this many changes (default {DEFAULT_COUNT}): the newest, or with "
-        "--since the first at or after it; of a bucketed collection, per bucket without "
-        "--since; with -f, what is printed before following (0: only new ones)",
+        help=f"at most this many changes in all (default {DEFAULT_COUNT}): the newest, or "
+        "with --since the first at or after it; of a bucketed collection, the newest by "
+        "Redis's clock, or with --since the first in bucket order (going on from the as_of "
+        "printed reads a time cut short again whole); with -f, what is printed before "
+        "following (0: only new ones)",
     )
     tail.add_argument(
         "--since",
@@ -183,6 +186,19 @@ def at_least(changes: CutChanges, since: Cut) -> CutChanges:
     cut typed ahead), going on from the cut returned reads nothing of it twice."""
     times = zip(changes.cut.times, since.times, strict=True)
     return CutChanges(changes.changes, Cut(tuple(max(pair) for pair in times)))
+
+
+def at_most(changes: CutChanges, count: int) -> CutChanges:
+    """The first ``count`` of ``changes`` (bucket order, each bucket's oldest first) and
+    the cut to go on after them: a bucket keeps the cut read through, or stops just before
+    its first change left out. A time cut short is then read again whole by the next read:
+    a cut holds whole times only."""
+    if len(changes.changes) <= count:
+        return changes
+    reached = list(changes.cut.times)
+    for bucket, change in reversed(changes.changes[count:]):
+        reached[bucket] = change.time - 1
+    return CutChanges(changes.changes[:count], Cut(tuple(reached)))
 
 
 def _store() -> RedisStore:
@@ -235,7 +251,8 @@ def _tail_cut(
     elif args.follow:
         return follow_cut(store, spec, given, args.format, headers)
     elif args.count:
-        changes = at_least(store.tail_buckets(spec.name, given, args.count), given)
+        found = store.tail_buckets(spec.name, given, args.count)
+        changes = at_least(at_most(found, args.count), given)
     else:
         changes = CutChanges([], given)
     if args.follow:

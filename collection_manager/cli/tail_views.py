@@ -92,14 +92,13 @@ def cut_tail_cells(changes: CutChanges) -> list[tuple[Any, ...]]:
 def cut_tail_table(
     spec: CollectionSpec, changes: CutChanges, since: Cut | None, limit: int
 ) -> TableView:
-    """A bucketed collection's changes after the cut ``since`` (None: each bucket's newest
-    ``limit``), or a line saying none."""
+    """A bucketed collection's changes after the cut ``since`` (None: the newest changes in
+    all), or a line saying none."""
     through = changes.cut.text()
     count = plural(len(changes.changes), "change")
     if since is None:
         return TableView(
-            title=f"{spec.name}: the newest {count} (at most {limit} a bucket), through cut "
-            f"{through}",
+            title=f"{spec.name}: the newest {count}, through cut {through}",
             columns=cut_tail_columns(spec),
             rows=cut_tail_cells(changes),
             empty=f"{spec.name}: no changes in its logs (its cut now is {through})",
@@ -107,7 +106,9 @@ def cut_tail_table(
         )
     after = f"after cut {since.text()}"
     title = f"{spec.name}: {count} {after}, through cut {through}"
-    if len(changes.changes) >= limit:  # whole times of each bucket: may pass the limit
+    if len(changes.changes) >= limit and changes.cut == since:  # one time holds more
+        title += f" (the first {limit} of a time; raise -n for more)"
+    elif len(changes.changes) >= limit:
         title += f" (-n {limit} reached; go on with --since {through})"
     return TableView(
         title=title,

@@ -9,12 +9,17 @@ binary search over the times, each probe one ``XRANGE <key> <t>-0 + COUNT 1``: a
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import redis
 
 from collection_manager.storage.keys import LOG_CLOCK_FIELD, CollectionKeys
-from collection_manager.storage.step_reads import LogEntries
+
+if TYPE_CHECKING:  # step_reads reads the clocks of entries with entry_clock
+    from collection_manager.storage.step_reads import LogEntries
+
+ChangeT = TypeVar("ChangeT")
 
 # Times stay below 2^53 (the numeric domain), so the search halves its range at most 53
 # times, after one read of the log's first entry.
@@ -51,7 +56,7 @@ class _Probe:
         self.calls += 1
         if self.calls > MAX_PROBES:  # the halving below makes this unreachable
             raise AssertionError(f"more than {MAX_PROBES} probes of {self._key}")
-        entries = cast(LogEntries, self._client.xrange(self._key, min=low, max="+", count=1))
+        entries = cast("LogEntries", self._client.xrange(self._key, min=low, max="+", count=1))
         if not entries:
             return None
         entry_id, fields = entries[0]
@@ -94,3 +99,24 @@ def first_time_since(client: Any, collection: str, since_ms: int, through: int) 
             assert found is not None
             low = max(middle, found[0])  # no entry between middle and found's time
     return answer
+
+
+def newest_of_logs(
+    logs: Sequence[Sequence[tuple[int | None, ChangeT]]], count: int
+) -> list[tuple[int, ChangeT]]:
+    """The newest ``count`` changes of several logs together (a bucketed collection's
+    buckets, whose times do not compare), by the clocks their entries record:
+    ``(log, change)``, each log's oldest first, in log order.
+
+    ``logs`` holds each log's newest changes, oldest first, with their clocks (at least
+    ``count`` of each, when it has them). A change without a clock counts as older than
+    any with one; among equal clocks, the later in its log wins.
+    """
+    ranked = [
+        (-1 if clock is None else clock, position, log)
+        for log, changes in enumerate(logs)
+        for position, (clock, _) in enumerate(changes)
+    ]
+    kept = sorted(ranked)[max(0, len(ranked) - count) :] if count else []
+    chosen = sorted((log, position) for _, position, log in kept)
+    return [(log, logs[log][position][1]) for log, position in chosen]

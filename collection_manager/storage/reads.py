@@ -23,7 +23,7 @@ from collection_manager.storage.keys import (
     CollectionKeys,
 )
 from collection_manager.storage.library import READ, call
-from collection_manager.storage.log_clock import first_time_since, redis_now_ms
+from collection_manager.storage.log_clock import first_time_since, newest_of_logs, redis_now_ms
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
@@ -226,16 +226,17 @@ class StoreReads:
         return ChangeLog(self._client, collection).newest(readable, count), readable
 
     def newest_buckets(self, collection: str, count: int) -> CutChanges:
-        """A bucketed collection's newest ``count`` changes of each bucket up to its
-        readable cut now, each bucket's oldest first, and that cut (``tail_buckets``'s
-        ``since`` goes on from it)."""
+        """A bucketed collection's newest ``count`` changes in all, up to its readable cut
+        now (newest by the clocks the logs record: ``log_clock.newest_of_logs``), each
+        bucket's oldest first, and that cut (``tail_buckets``'s ``since`` goes on from it).
+        Each bucket's log is read backwards for at most ``count`` changes."""
         spec = self.spec(collection)
         cut = read_cut(self._client, spec, readable=True)
-        changes: list[tuple[int, Change[Row]]] = []
-        for bucket in range(spec.buckets):
-            log = ChangeLog(self._client, spec.unit(bucket).name)
-            changes += [(bucket, c) for c in log.newest(cut.times[bucket], count)]
-        return CutChanges(changes, cut)
+        logs = [
+            ChangeLog(self._client, spec.unit(bucket).name).newest_clocked(through, count)
+            for bucket, through in enumerate(cut.times)
+        ]
+        return CutChanges(newest_of_logs(logs, count), cut)
 
     def since_clock(self, collection: str, within_ms: int) -> int | Cut:
         """Where the changes applied in the last ``within_ms`` (by Redis's clock) begin, as

@@ -39,6 +39,7 @@ from collection_manager.storage.keys import (
     CollectionKeys,
 )
 from collection_manager.storage.library import COUNTS, SCAN, call
+from collection_manager.storage.log_clock import entry_clock
 from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.plan import filter_query
 from collection_manager.storage.rows import (
@@ -138,7 +139,12 @@ class ChangeLog:
     def newest(self, through: int, count: int) -> list[Change[Row]]:
         """The newest ``count`` changes at times ``<= through``, oldest first: the log read
         backwards, ``LOG_ENTRIES_PER_CALL`` entries a call, until they hold that many."""
-        chunks: list[list[Change[Row]]] = []  # newest entry first
+        return [change for _, change in self.newest_clocked(through, count)]
+
+    def newest_clocked(self, through: int, count: int) -> list[tuple[int | None, Change[Row]]]:
+        """``newest``, each change with the clock its entry records (``log_clock.py``;
+        None: written before the log recorded one)."""
+        chunks: list[list[tuple[int | None, Change[Row]]]] = []  # newest entry first
         found, end = 0, str(through)
         while found < count:
             entries = cast(
@@ -146,7 +152,8 @@ class ChangeLog:
                 self._client.xrevrange(self._key, max=end, min="-", count=LOG_ENTRIES_PER_CALL),
             )
             for entry in entries:
-                chunks.append(list(log_changes([entry])))
+                clock = entry_clock(entry[1])
+                chunks.append([(clock, change) for change in log_changes([entry])])
                 found += len(chunks[-1])
                 if found >= count:
                     break
