@@ -95,13 +95,21 @@ def start_time(pid: int) -> int | None:
     return None if fields[0] == "Z" else int(fields[19])
 
 
-def cmdline_contains(pid: int, marker: str) -> bool:
-    """Whether the command line of ``pid`` mentions ``marker`` (guards against pid reuse)."""
+def command_line(pid: int) -> bytes | None:
+    """The command line of ``pid`` (``/proc/PID/cmdline``), or None when none was read: no
+    such process, or an empty answer, which the kernel gives at times for a live process
+    that is busy starting (seen on a loaded machine), so it tells nothing about it."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return marker.encode() in f.read()
+            return f.read() or None
     except OSError:
-        return False
+        return None
+
+
+def cmdline_contains(pid: int, marker: str) -> bool:
+    """Whether the command line of ``pid`` mentions ``marker`` (guards against pid reuse)."""
+    line = command_line(pid)
+    return line is not None and marker.encode() in line
 
 
 def is_running(service: Service) -> bool:

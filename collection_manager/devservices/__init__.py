@@ -21,6 +21,7 @@ from collection_manager.config import InfraConfig
 from collection_manager.config.services import (
     Endpoints,
     Service,
+    command_line,
     configured,
     is_running,
     load_services,
@@ -204,7 +205,17 @@ def down(config: InfraConfig, names: Collection[str] | None = None) -> list[Stop
 def _stop(service: Service) -> str:
     if service.started is not None:
         return stop_recorded(service.pid, service.started)
-    return UNIDENTIFIED if is_running(service) else GONE
+    if not pid_alive(service.pid):
+        return GONE
+    return legacy_outcome(command_line(service.pid), service.marker)
+
+
+def legacy_outcome(line: bytes | None, marker: str) -> str:
+    """What becomes of a record without a start time whose pid is alive, by its command
+    line ``line`` (None: none could be read): ``GONE`` only when the line was read and
+    lacks ``marker`` (another process holds the pid), else ``UNIDENTIFIED``. An unread
+    line is no proof that the service is gone, so its record is kept."""
+    return GONE if line is not None and marker.encode() not in line else UNIDENTIFIED
 
 
 def status(config: InfraConfig) -> list[ServiceStatus]:
