@@ -195,7 +195,7 @@ def serving(env: dict[str, str], log: Path, **settings: str) -> Iterator[Server]
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 60)
         line = process.stdout.readline().decode() if ready else ""
-        found = re.search(r"serving the API at (\S+)/api/v1/", line)
+        found = re.search(r"serving the HTTP API and console at (\S+)/ ", line)
         if not found:
             raise RuntimeError(f"serve did not start: {line!r}; its log: {log}")
         server = Server(process.pid, found.group(1))

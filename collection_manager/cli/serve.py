@@ -61,12 +61,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
     try:
-        url = service.url
-        print(
-            f"serving the API at {url}/api/v1/ (described at {url}/api/v1/openapi.json); "
-            f"metrics and health at {url}/metrics, /healthz, /readyz",
-            flush=True,
-        )
+        print(ready_line(service.url), flush=True)
         deadline = None if args.duration is None else time.monotonic() + args.duration
         while not stop.wait(0.5):
             if deadline is not None and time.monotonic() >= deadline:
@@ -74,3 +69,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         service.close()
     return 0
+
+
+def ready_line(url: str) -> str:
+    """The line ``server run`` prints once it listens (scripts wait on it): the console's
+    URL first, the one a person opens, then the API's and the health endpoints'."""
+    return (
+        f"serving the HTTP API and console at {url}/ (the API at {url}/api/v1/, described at "
+        f"{url}/api/v1/openapi.json; metrics and health at /metrics, /healthz, /readyz)"
+    )

@@ -672,8 +672,8 @@ def test_serve_runs_until_sigterm_and_refuses_a_wide_address_without_a_token(
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
-        assert line.startswith("serving the API at http://127.0.0.1:"), line
-        url = line.split()[4].removesuffix("/api/v1/")
+        assert line.startswith("serving the HTTP API and console at http://127.0.0.1:"), line
+        url = line.split()[7].removesuffix("/")
         assert get(f"{url}/readyz").text == "ok\n"
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0
