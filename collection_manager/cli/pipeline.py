@@ -63,6 +63,12 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help="seconds any one wait may take, e.g. for the consumer to start (default 120)",
     )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="after the verdict, keep every process and the console running until Ctrl-C "
+        "(default: stop them at once)",
+    )
     add_deprecated_option(demo, "demo --timeout", "within", type=float)
     demo.set_defaults(run=run_demo)
 
@@ -102,27 +108,30 @@ def run_demo(args: argparse.Namespace) -> int:
     """Runs the demonstration; exits 1 unless Redis holds exactly what it must."""
     from rich.console import Console
 
-    from collection_manager.demo.runner import DemoOptions
+    from collection_manager.demo.runner import DemoOptions, Keep
     from collection_manager.demo.runner import run_demo as demo
     from collection_manager.demo.view import LiveReporter, PlainReporter, render_summary
 
     options = DemoOptions(args.duration, args.scale, args.replicas, args.within)
     console = Console()
+    summary = console if console.is_terminal else Console(width=10_000)  # piped: never wrap
+    # --keep: the verdict is printed before the wait, above a live view that goes on.
+    keep = Keep(lambda r: summary.print(render_summary(r.verification))) if args.keep else None
     # SIGTERM unwinds like Ctrl-C, so the demo stops what it started either way.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if console.is_terminal:
             with LiveReporter(console) as live:
-                result = demo(options, live)
+                result = demo(options, live, keep)
         else:
-            result = demo(options, PlainReporter())
-            console = Console(width=10_000)  # piped: never wrap the summary's lines
+            result = demo(options, PlainReporter(), keep)
     except KeyboardInterrupt:
         print("interrupted; the demo stopped what it had started", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    console.print(render_summary(result.verification))
+    if keep is None:
+        summary.print(render_summary(result.verification))
     return 0 if result.verified else 1
 
 

@@ -142,6 +142,8 @@ class Frame:
         events: what happened so far, oldest first.
         console: the URL of the web console (``server run``) that shows the demo's fleet live,
             once it answers; empty before.
+        console_note: how long the console stays (until the demo ends, or with ``--keep``
+            until Ctrl-C), said beside its URL.
     """
 
     elapsed_s: float
@@ -152,6 +154,7 @@ class Frame:
     consumer: ConsumerView = ConsumerView()
     events: Sequence[str] = ()
     console: str = ""
+    console_note: str = ""
 
 
 def replica_table(frame: Frame) -> tuple[list[str], list[list[str]]]:

@@ -8,6 +8,7 @@ or kill a replica when the plan says so), note what changed as events, and draw 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -96,6 +97,7 @@ class DemoRun:
         self.real: Child | None = None  # the replica of real data (runner.REAL_REPLICA)
         self.serve: Child | None = None  # `server run`: the HTTP API and the web console
         self.console = ""  # the console's URL, once it answers
+        self.console_note = ""  # how long the console stays, said beside its URL
         self.listeners: dict[str, str] = {}  # process -> URL of its /metrics and health
         self._reporter = reporter
         self._timeout_s = timeout_s
@@ -183,6 +185,20 @@ class DemoRun:
         # would show a lag of a few requests right after "caught up (lag 0)".
         self._lag_end = target
         self.event("consumer caught up: every request Kafka held then is applied (lag 0)")
+
+    def hold(self, released: Callable[[], bool]) -> None:
+        """After the verdict (``demo --keep``): everything runs on, watched and shown as
+        before, until ``released()`` holds or Ctrl-C (or SIGTERM) ends the wait.
+
+        Raises:
+            DemoError: when a child that should run died meanwhile.
+        """
+        self._lag_end = None  # the lag of Kafka's now again: heartbeats and ticks go on
+        self.phase = f"{self.phase}; kept running until Ctrl-C"
+        try:
+            self.wait_for(released, "Ctrl-C", limit_s=math.inf)
+        except KeyboardInterrupt:
+            self.event("Ctrl-C: the demo stops what it started")
 
     def _played(self) -> bool:
         self._act()
@@ -290,4 +306,5 @@ class DemoRun:
             consumer=self._last.consumer,
             events=tuple(self.events),
             console=self.console,
+            console_note=self.console_note,
         )

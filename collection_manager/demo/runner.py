@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException
@@ -133,8 +133,19 @@ class DemoResult:
         return self.verification.ok
 
 
-def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
-    """Runs the demo and returns its verdict; stops everything it started, also on errors.
+@dataclasses.dataclass(frozen=True)
+class Keep:
+    """``demo --keep``: after the verdict, ``shown(result)`` once (the CLI prints the
+    verdict), then every process and the console run on until ``released()`` holds or
+    Ctrl-C; only then does the demo stop what it started."""
+
+    shown: Callable[[DemoResult], None]
+    released: Callable[[], bool] = lambda: False
+
+
+def run_demo(options: DemoOptions, reporter: Reporter, keep: Keep | None = None) -> DemoResult:
+    """Runs the demo and returns its verdict; stops everything it started, also on errors,
+    at once after the verdict, or with ``keep`` once it is released.
 
     Raises:
         ValueError: for fewer than 3 replicas or a duration under 10 s.
@@ -148,13 +159,17 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
         endpoints = devservices.up(infra_config)
         stack.callback(devservices.down, infra_config, endpoints.started)
         run = _open(stack, options, plan, reporter, infra_config, endpoints, started)
-        _start_console(run)
+        _start_console(run, kept=keep is not None)
         _start_consumer(run)
         _start_agents(run, options, plan)
         _start_real_replica(run)
         _start_lease_loop(run, stack, endpoints.redis_url)
         run.play()
-        return _verdict(run, plan)
+        result = _verdict(run, plan)
+        if keep is not None:
+            keep.shown(result)
+            run.hold(keep.released)
+        return result
 
 
 def demo_infra(infra: InfraConfig) -> InfraConfig:
@@ -274,10 +289,17 @@ def _child_env(
     return env
 
 
-def _start_console(run: DemoRun) -> None:
+# Beside the console's URL: how long it stays, and how to keep it.
+STOPS_WITH_THE_DEMO = (
+    "it stops with the demo; `collection-manager demo --keep` keeps it until Ctrl-C"
+)
+KEPT = "kept after the verdict until Ctrl-C"
+
+
+def _start_console(run: DemoRun, kept: bool) -> None:
     """``server run``, the read-only HTTP API and its web console, on a free loopback port: it
     reads the demo's Redis (and Kafka, for the lag) with the children's settings, and is
-    stopped with them."""
+    stopped with them (``kept``: not before the demo is released after its verdict)."""
     run.phase = "starting the console (collection-manager server run)"
     address = _loopback_address()
     run.serve = run.children.spawn("serve", ["server", "run"], {"CM_HTTP_ADDRESS": address})
@@ -285,7 +307,11 @@ def _start_console(run: DemoRun) -> None:
     run.listeners["serve"] = url
     run.wait_for(lambda: _answers(url + "/healthz"), "the console's first answer")
     run.console = url + "/"
-    run.event(f"console: open {run.console} (server, pid {run.serve.pid}): the fleet live")
+    run.console_note = KEPT if kept else STOPS_WITH_THE_DEMO
+    pid = run.serve.pid
+    run.event(
+        f"console: open {run.console} (server, pid {pid}): the fleet live; {run.console_note}"
+    )
 
 
 def _answers(url: str) -> bool:

@@ -57,7 +57,8 @@ def render(frame: Frame) -> Group:
     title = Text(f"collection-manager demo  {frame.elapsed_s:5.1f}s  {frame.phase}", "bold")
     parts: list[Table | Text] = [title]
     if frame.console:
-        parts.append(Text(f"open the console: {frame.console}", "bold cyan"))
+        note = f" ({frame.console_note})" if frame.console_note else ""
+        parts.append(Text(f"open the console: {frame.console}{note}", "bold cyan"))
     parts += [
         _table(*replica_table(frame)),
         Text("rows in Redis"),

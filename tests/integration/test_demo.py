@@ -16,10 +16,11 @@ from collections.abc import Callable
 import pytest
 
 from collection_manager import devservices
-from collection_manager.demo.runner import DemoOptions, run_demo
+from collection_manager.demo.runner import DemoOptions, DemoResult, Keep, run_demo
 from collection_manager.demo.view import PlainReporter
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
 from tests.integration.own_services import OwnService
+from tests.support import http_get
 
 
 def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
@@ -31,8 +32,21 @@ def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
     monkeypatch.setenv("CM_KAFKA_BOOTSTRAP", endpoints.kafka_bootstrap)
     monkeypatch.setenv("CM_REDIS_URL", own_service("redis").address)
     lines: list[str] = []
-    result = run_demo(DemoOptions(duration_s=12, timeout_s=180), PlainReporter(lines.append))
+    verdicts: list[DemoResult] = []
+    kept: list[tuple[int, str]] = []
+
+    def released() -> bool:
+        """Once the console answers after the verdict (``--keep``), the demo may stop."""
+        url = next(line for line in lines if "console: open " in line).split()[3]
+        kept.append(http_get(f"{url}api/v1/replicas"))
+        return kept[-1][0] == 200
+
+    keep = Keep(verdicts.append, released)
+    options = DemoOptions(duration_s=12, timeout_s=180)
+    result = run_demo(options, PlainReporter(lines.append), keep)
     plan, log = result.plan, "\n".join(lines)
+    assert verdicts == [result] and kept[-1][0] == 200, log
+    assert all(replica in kept[-1][1] for replica in plan.survivors), kept
 
     assert result.verified, log
     # Nothing raw in the narrated view: the planned lease expiry is told by its own line
@@ -56,4 +70,5 @@ def test_demo_verifies_the_survivor_and_retracts_the_removed_and_the_killed(
         assert answered and answered[0].endswith("/readyz says ok"), log
     # The console's URL came first, and at the end it served its page and the fleet.
     assert events[0].startswith("console: open http://127.0.0.1:"), log
+    assert events[0].endswith("the fleet live; kept after the verdict until Ctrl-C"), log
     assert any(e.startswith("console: its page, the fleet's") for e in events), log

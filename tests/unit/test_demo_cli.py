@@ -11,6 +11,8 @@ def test_defaults() -> None:
     args = build_parser().parse_args(["demo"])
 
     assert (args.duration, args.scale, args.replicas, args.within) == (30.0, 1, 3, 120.0)
+    assert not args.keep  # `make demo` ends by itself
+    assert build_parser().parse_args(["demo", "--keep"]).keep
 
 
 @pytest.mark.parametrize(

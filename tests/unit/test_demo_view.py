@@ -7,6 +7,7 @@ from collections import Counter
 from rich.console import Console
 
 from collection_manager.demo.frames import Frame, ReplicaView
+from collection_manager.demo.runner import STOPS_WITH_THE_DEMO
 from collection_manager.demo.verify import verify
 from collection_manager.demo.view import PlainReporter, render, render_summary
 
@@ -50,6 +51,15 @@ def test_the_live_view_keeps_the_console_url_in_sight() -> None:
 
     assert "open the console" not in before
     assert f"open the console: {url}" in shown  # above the events, however many
+
+
+def test_the_console_url_says_how_to_keep_the_console() -> None:
+    url = "http://127.0.0.1:8123/"
+    frame = Frame(1.0, "running", console=url, console_note=STOPS_WITH_THE_DEMO)
+    text = _text(render(frame))
+
+    assert f"open the console: {url} (it stops with the demo; " in text
+    assert "`collection-manager demo --keep` keeps it until Ctrl-C)" in text
 
 
 def test_the_verdict_says_mismatch_when_redis_differs() -> None:
