@@ -7,7 +7,8 @@ only here, at the edge.
 The reading commands share one output convention (:func:`add_format_option`):
 
 - ``table`` (the default on a terminal): tables for people, each under a title line, and
-  a plain line such as ``no rows`` instead of an empty table;
+  a plain line such as ``no rows`` instead of an empty table; one too wide for the
+  terminal is printed a row at a time, a ``column value`` line per cell;
 - ``tsv`` (the default when stdout is no terminal: a pipe, a file): per table a header
   line and one line per row, cells separated by tabs, no title and no box drawing, as
   ``cut``, ``awk`` and ``sort`` read them;
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from collection_manager.core.errors import UnknownCollectionError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from collection_manager.core.specs import CollectionSpec
     from collection_manager.storage.store import RedisStore
 
@@ -135,16 +138,27 @@ def print_table(
     rows: Sequence[Sequence[object]],
     null: str = "",
     headers: bool = True,
+    console: Console | None = None,
 ) -> None:
-    """Prints a table; None cells show as ``null``. Cells are text, never rich markup."""
+    """Prints a table; None cells show as ``null``. Cells are text, never rich markup.
+
+    A table too wide for the terminal even with its cells wrapped at spaces (status's
+    collections at 80 columns) is printed a row at a time instead, one ``column value``
+    line per cell: a table squeezed further would cut every name (``arra…``).
+
+    Args:
+        console: where to print (default: the terminal's width; off a terminal, no width).
+    """
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
-    if not console.is_terminal:
-        # Piped or captured: no terminal width to fit, so never wrap or cut cells.
-        console = Console(width=10_000)
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            # Piped or captured: no terminal width to fit, so never wrap or cut cells.
+            console = Console(width=10_000)
     table = Table(show_header=headers)
     for column in columns:
         table.add_column(Text(column))
@@ -153,7 +167,28 @@ def print_table(
     # The title on its own line: a title above the table would wrap to the table's width.
     if headers:
         console.print(Text(title))
-    console.print(table)
+    # Measured as if unbounded: a measurement within the console's width is clamped to it.
+    unbounded = console.options.update_width(10_000)
+    fits = Measurement.get(console, unbounded, table).minimum <= console.width
+    console.print(table if fits or not headers else _row_by_row(columns, rows, null))
+
+
+def _row_by_row(columns: Sequence[str], rows: Sequence[Sequence[object]], null: str) -> Any:
+    """Each row as lines of ``column value``, a blank line between rows; a value too long
+    for its line wraps, never cut."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    blocks: list[Any] = []
+    for number, row in enumerate(rows):
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for column, cell in zip(columns, row, strict=True):
+            grid.add_row(Text(column), Text(cell_text(cell, null)))
+        blocks += [Text("")] * bool(number) + [grid]
+    return Group(*blocks, Text(""))  # a blank line before the next table's title
 
 
 def print_tsv(view: TableView, headers: bool = True) -> None:
