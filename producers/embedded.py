@@ -23,6 +23,7 @@ from types import TracebackType
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.config.services import running
 from collection_manager.control.controller import Controller
+from collection_manager.control.errors import ReplicaRunningError
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec, validate_row
 from collection_manager.storage.replication import Durability
@@ -167,6 +168,8 @@ class EmbeddedReplica:
             ``infra up`` started.
         topic: the requests topic; default ``CM_TOPIC``.
         config: step interval, heartbeats, row TTL; default from the ``CM_*`` settings.
+        replace: when the replica is a live member (an agent may run under its epoch),
+            fence that epoch and run this one instead; by default :meth:`start` refuses.
 
     Raises:
         InfrastructureError: when no Kafka or Redis is given, configured or running; the
@@ -181,9 +184,11 @@ class EmbeddedReplica:
         redis_url: str | None = None,
         topic: str | None = None,
         config: ReplicaConfig | None = None,
+        *,
+        replace: bool = False,
     ) -> None:
         bootstrap, redis_url = _endpoints(bootstrap, redis_url)
-        self.replica_id = replica_id
+        self.replica_id, self._replace = replica_id, replace
         self._config = config or from_env(ReplicaConfig)
         suffix = self._config.collection_suffix
         self._collections = tuple(collections)
@@ -207,7 +212,16 @@ class EmbeddedReplica:
         self.epoch: int | None = None
 
     def start(self) -> int:
-        """Creates missing collections, adds the replica and starts publishing; its epoch."""
+        """Creates missing collections, adds the replica and starts publishing; its epoch.
+
+        Raises:
+            ReplicaRunningError: the replica is a live member, and not ``replace``.
+        """
+        try:
+            self._controller.check_replaceable(self.replica_id, self._replace, "replace=True")
+        except ReplicaRunningError:
+            self._controller.close()  # nothing started: ``with`` calls no ``__exit__``
+            raise
         self._controller.declare_collections(self._specs, f"of replica {self.replica_id}")
         # The catalog's definitions, with their buckets (a declared collection may exist
         # bucketed): read once, since a live collection's buckets never change.

@@ -98,6 +98,12 @@ def register(commands: Any) -> None:
         "--duration", type=float, help="stop after this many seconds (default: until stopped)"
     )
     run.add_argument(
+        "--replace",
+        action="store_true",
+        help="when an agent still runs under this id (a live member), fence its epoch and "
+        "run this one instead (default: refuse)",
+    )
+    run.add_argument(
         "--state-file",
         type=Path,
         help="with --steps: once they are all acknowledged, write the agent's rows there "
@@ -227,6 +233,14 @@ def run_replica(args: argparse.Namespace) -> int:
     endpoint: Endpoint | None = None
     health = Health()
     try:
+        # Before anything is declared or served: a second agent of a live replica refuses.
+        running = controller.check_replaceable(args.replica_id, args.replace)
+        if running is not None:
+            print(
+                f"replica {args.replica_id}: replacing the running epoch {running.epoch}; "
+                "it is fenced and its rows retracted",
+                flush=True,
+            )
         stop = _stop_on_signals()
         controller.declare_collections(chosen.specs, chosen.name)
         agent = ReplicaAgent(

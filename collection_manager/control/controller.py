@@ -25,8 +25,8 @@ import redis
 from collection_manager.config import ReplicaConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.control import metrics
-from collection_manager.control.errors import ControllerError
-from collection_manager.control.leases import Beat, Lease, LeaseTable
+from collection_manager.control.errors import ControllerError, ReplicaRunningError
+from collection_manager.control.leases import Beat, Lease, LeaseTable, lease_ended
 from collection_manager.control.members import (
     ACTIVE,
     REMOVED,
@@ -235,6 +235,45 @@ class Controller:
         """Where a removal retracts a replica's rows: the built-in introspection
         collections and those agents declared that still exist."""
         return tuple(dict.fromkeys([*self.collections, *self._declared.existing()]))
+
+    def live_member(self, replica_id: str) -> ReplicaStatus | None:
+        """``replica_id``'s status while it is a live member: active, and its lease not
+        ended in log time (an agent may run under its epoch); None otherwise (never added,
+        removed, being removed, or its lease ended and the lease loop removes it)."""
+        member = self._members.get(replica_id)
+        if member is None or member.state != ACTIVE:
+            return None
+        leases = self._members.leases()
+        lease = leases.get(replica_id)
+        ended = (
+            lease is not None
+            and lease.epoch == member.epoch
+            and lease_ended(lease, self._log_times())
+        )
+        if ended:
+            return None
+        return statuses({replica_id: member}, leases, self._sightings.all())[0]
+
+    def check_replaceable(
+        self, replica_id: str, replace: bool, option: str = "--replace"
+    ) -> ReplicaStatus | None:
+        """Before :meth:`add_replica` of a process that runs an agent: the live member it
+        would fence, if any (only with ``replace``).
+
+        Raises:
+            ReplicaRunningError: when ``replica_id`` is a live member and not ``replace``;
+                its message names ``option``, the way to replace it.
+        """
+        running = self.live_member(replica_id)
+        if running is not None and not replace:
+            raise ReplicaRunningError(
+                replica_id,
+                running.epoch,
+                running.last_heartbeat_at,
+                running.lease_expires_at,
+                option,
+            )
+        return running
 
     def member(self, replica_id: str) -> Member | None:
         """The membership record of ``replica_id``."""

@@ -59,6 +59,14 @@ class Lease:
     partition: int | None = None
 
 
+def lease_ended(lease: Lease, log_times: Mapping[int, int]) -> bool:
+    """Whether ``lease`` expired at its partition's log time (as :meth:`LeaseTable.expire`
+    judges it): the lease loop removes its replica at its next check, if it has not yet."""
+    if lease.partition is None or lease.partition not in log_times:
+        return False
+    return log_times[lease.partition] >= lease.expires_at
+
+
 @dataclasses.dataclass(frozen=True)
 class _Held:
     epoch: int

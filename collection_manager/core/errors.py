@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Self
 
 _CONTEXT_FIELDS = ("collection", "topic", "partition", "offset")
+
+
+def utc(ms: int) -> str:
+    """How a message names a moment (ms since the Unix epoch): ``2026-12-01 22:31:05 UTC``."""
+    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return f"{at:%Y-%m-%d %H:%M:%S} UTC"
 
 
 class CollectionManagerError(Exception):

@@ -27,6 +27,7 @@ from typing import cast
 import redis
 
 from collection_manager.config.services import start_time
+from collection_manager.core.errors import utc
 from collection_manager.storage.client import as_text
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.heartbeats import ALIVE_EXPIRY_S, CONSUMER, alive_key
@@ -230,9 +231,3 @@ def pid_namespace() -> int | None:
 def now_ms() -> int:
     """Wall clock in ms since the Unix epoch."""
     return int(datetime.datetime.now(tz=datetime.UTC).timestamp() * 1000)
-
-
-def utc(ms: int) -> str:
-    """``2026-12-01 22:31:05 UTC``."""
-    at = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
-    return f"{at:%Y-%m-%d %H:%M:%S} UTC"
