@@ -1,13 +1,19 @@
-"""Two consumer applications on one topic and one Redis: both run on, nothing twice.
+"""Two consumers of one topic and one Redis, the one way it can still happen: a paused one.
 
-Each has its own checkpoint, so both read every request; the per-partition watermarks in
-Redis decide who applies what. When one got ahead of the other between planning and
-applying, the other leaves out what was applied (``WatermarkMovedError`` in the store)
-instead of failing its batch.
+A second consumer refuses to start while the first holds the topic's claim
+(``collection_manager/storage/claims.py``; ``test_consumer_claim.py``). A first consumer
+SIGSTOPped past its claim's expiry looks gone, so a second takes over; once resumed, the
+first runs for up to a beat before it finds the claim taken and stops, and meanwhile both
+apply. The per-partition watermarks in Redis decide who applies what: when one got ahead
+of the other between planning and applying, the other leaves out what was applied
+(``WatermarkMovedError`` in the store). Nothing is applied twice: the model says so.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +22,7 @@ import pytest
 import redis as redis_lib
 
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.heartbeats import CONSUMER, alive_key
 from collection_manager.storage.store import RedisStore
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.workload import (
@@ -27,7 +34,7 @@ from tests.support import assert_eventually
 
 
 @pytest.mark.slow  # about a minute: make test-slow, not make test
-def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
+def test_a_consumer_paused_past_its_claim_stops_once_resumed_and_nothing_is_applied_twice(
     kafka: str,
     endpoints: Any,
     redis: redis_lib.Redis,
@@ -40,26 +47,50 @@ def test_two_consumers_of_one_topic_both_run_and_apply_nothing_twice(
         threading.Thread(target=produce_until, args=(kafka, topic, specs, p, stop))
         for p in range(3)
     ]
-    consumers, logs = [], []
+    logs = {name: tmp_path / name / "consumer.log" for name in ("a", "b")}
+    envs = {}
+    for name, log in logs.items():
+        log.parent.mkdir()
+        envs[name] = consumer_env(kafka, endpoints.redis_url, topic, log.parent)
+    a = start_consumer(envs["a"], logs["a"])
+    b = None
     try:
-        for name in ("a", "b"):
-            (tmp_path / name).mkdir()
-            logs.append(tmp_path / name / "consumer.log")
-            env = consumer_env(kafka, endpoints.redis_url, topic, tmp_path / name)
-            consumers.append(start_consumer(env, logs[-1]))
         for thread in producers:
             thread.start()
-        running = applying(store, specs, more_than=500)
-        for _ in range(3):
-            assert_eventually(running, timeout=180)
+        running = applying(store, specs, more_than=200)
+        assert_eventually(running, timeout=180)
+        os.killpg(a.pid, signal.SIGSTOP)  # its driver, JVM and workers: silent
+        claim = alive_key(CONSUMER, topic)
+
+        def expired() -> None:
+            assert not redis.exists(claim)
+
+        assert_eventually(expired, timeout=60, interval=0.5)
+        assert _state(a.pid) == "T"  # still stopped: nothing of a renews its claim
+        b = start_consumer(envs["b"], logs["b"])
+        assert_eventually(running, timeout=180)  # b applies
+        os.killpg(a.pid, signal.SIGCONT)
+        assert a.wait(120) == 1, logs["a"].read_text()[-3000:]
+        errors = [line for line in logs["a"].read_text().splitlines() if "error:" in line]
+        assert len(errors) == 1, errors
+        assert errors[0].startswith(
+            f"error: another consumer of topic {topic} took over on this Redis (host "
+            f"{socket.gethostname()}, pid {b.pid}, since "
+        ), errors
+        assert errors[0].endswith("past its record's expiry (15 s); this one stops"), errors
         stop.set()
         for thread in producers:
             thread.join(60)
-        first, second = consumers
-        assert_caught_up_with_the_model(kafka, topic, specs, store, first, logs[0].read_text)
-        assert second.poll() is None, logs[1].read_text()[-3000:]
+        assert_caught_up_with_the_model(kafka, topic, specs, store, b, logs["b"].read_text)
+        assert "Traceback" not in logs["a"].read_text() + logs["b"].read_text()
     finally:
         stop.set()
-        for consumer in consumers:
-            if consumer.poll() is None:
+        for consumer in (a, b):
+            if consumer is not None and consumer.poll() is None:
+                os.killpg(consumer.pid, signal.SIGCONT)
                 kill(consumer)
+
+
+def _state(pid: int) -> str:
+    """The state letter of ``pid`` (``/proc/PID/stat``): T while stopped."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
