@@ -339,7 +339,8 @@ def read_status(
         kafka = "not running"
     if kafka_bootstrap:
         try:
-            live, kafka = lag_now(kafka_bootstrap, read_offsets_of(raw)), "reachable"
+            live = lag_now(kafka_bootstrap, read_offsets_of(raw), topic=topic)
+            kafka = "reachable"
         except KafkaException as exc:
             logger.info("Kafka did not answer: %s", exc)
             kafka = "unreachable"

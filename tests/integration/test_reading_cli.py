@@ -337,7 +337,8 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
         "last_batch_id": 7,
         "last_progress_ms": 1_735_732_800_000,  # 2025-01-01T12:00:00.000Z
         "lag_total": 4,
-        "lag": [{"topic": topic, "partition": 0, "lag": 4}],
+        # Every partition of the topic: 1 to 3 hold nothing.
+        "lag": [{"topic": topic, "partition": p, "lag": 4 if p == 0 else 0} for p in range(4)],
     }
     assert {name: consumer[name] for name in expected} == expected
     ours = [entry for entry in found["collections"] if entry["name"] == collection]
@@ -356,8 +357,34 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
     lines = out.splitlines()
     assert lines[0] == f"consumer of {topic}"
     lag_rows, other_rows = cells(out, f"│ {topic} "), cells(out, f"│ other-{topic} ")
-    assert (lag_rows, other_rows) == ([[topic, "0", "4"]], [[f"other-{topic}"]])
+    assert lag_rows[0] == [topic, "0", "4"] and other_rows == [[f"other-{topic}"]]
     assert any(line.startswith(f"│ {collection} ") for line in lines)
+
+
+def test_before_the_first_batch_ends_the_lag_is_all_kafka_holds_of_each_partition(
+    capsys: pytest.CaptureFixture[str],
+    redis: redis_lib.Redis,
+    endpoints: devservices.Endpoints,
+    cli_env: str,
+    topic: str,
+) -> None:
+    """The consumer's first batch applies rows before it ends and reports what it read
+    (slow on a replicated deployment): status lists every partition meanwhile, with what
+    Kafka holds of it as its lag, never an empty table."""
+    producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap})
+    for partition, records in enumerate((3, 0, 5, 1)):
+        for _ in range(records):
+            producer.produce(topic, b"x", partition=partition)
+    assert producer.flush(30) == 0
+    heartbeat = Heartbeat(endpoints.redis_url, CONSUMER, topic).start()  # it runs
+    try:
+        assert_eventually(lambda: _alive(redis, topic), timeout=10, interval=0.05)
+        consumer = run_json(capsys, "status", "--topic", topic)["consumer"]
+    finally:
+        heartbeat.stop()
+        redis.delete(beat_key(CONSUMER, topic))
+    assert consumer["last_batch_id"] is None and consumer["lag_total"] == 9
+    assert [(e["partition"], e["lag"]) for e in consumer["lag"]] == [(0, 3), (1, 0), (2, 5), (3, 1)]
 
 
 def test_status_says_the_local_kafka_is_not_running_when_its_process_is_gone(
