@@ -9,11 +9,15 @@ import shlex
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.cli.confirm import add_confirmation, stop_before
+from collection_manager.cli.faults import FAILED
 from collection_manager.cli.output import FORMAT_HELP, TableView, add_output_options, show
 from collection_manager.config import InfraConfig, from_env, redact_url
+from collection_manager.config.errors import UsageError
 from collection_manager.devservices import UNIDENTIFIED
 from collection_manager.devservices.kafka_cluster import MIN_IN_SYNC, REPLICATION_FACTOR
 from collection_manager.devservices.processes import GONE, REPLACED, STILL_RUNNING, STOPPED
+from collection_manager.devservices.purge import purge, purge_targets
 from collection_manager.devservices.replicated_layout import (
     PRIMARIES,
     REPLICAS_PER_PRIMARY,
@@ -59,6 +63,14 @@ def register(commands: Any) -> None:
     down = actions.add_parser(
         "down", help="stop the services `infra up` started (the replicated deployment's too)"
     )
+    down.add_argument(
+        "--purge",
+        action="store_true",
+        help="then delete what they, the demo and the consumer left in the state directory "
+        "(CM_STATE_DIR: data, logs, checkpoints), for a clean start; the jar cache "
+        "(CM_CACHE_DIR) stays",
+    )
+    add_confirmation(down)
     down.set_defaults(run=run)
     status = actions.add_parser("status", help="each service: where it is, whether it answers")
     add_output_options(status, FORMAT_HELP)
@@ -101,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"started: {started} (stop with: collection-manager infra down)")
         return 0
     if args.action == "down":
-        return _report_down(devservices.down(config))
+        return _down(args, config)
     # A configured URL may hold a password: never print it.
     statuses = [
         dataclasses.replace(r, address=redact_url(r.address)) for r in devservices.status(config)
@@ -151,6 +163,30 @@ _NOT_STOPPED = {
     "time, so it cannot be told from a process that reused the pid; it was not signalled "
     "and stays recorded: stop it by pid if it is {name}, then run `infra down` again",
 }
+
+
+def _down(args: argparse.Namespace, config: InfraConfig) -> int:
+    """``infra down``; with ``--purge``, once every service stopped, the state directory's
+    contents go too (asked first, as every command that cannot be undone)."""
+    if not args.purge:
+        if args.yes or args.dry_run:  # a dry run that stopped the services would surprise
+            raise UsageError("--yes and --dry-run go with `infra down --purge`")
+        return _report_down(devservices.down(config))
+    names = ", ".join(t.name for t in purge_targets(config)) or "nothing yet"
+    what = (
+        f"stop the local services and delete {names} in {config.state_dir} (their data and "
+        f"logs, the consumer's checkpoints); the jar cache {config.cache_dir} stays"
+    )
+    if (stopped := stop_before(args, what)) is not None:
+        return stopped
+    if _report_down(devservices.down(config)) != 0:
+        print(f"nothing deleted: a service may still run on its data in {config.state_dir}")
+        return FAILED
+    targets = purge_targets(config)
+    purge(targets)
+    removed = ", ".join(t.name for t in targets) or "nothing"
+    print(f"deleted: {removed} in {config.state_dir}; kept: the jar cache {config.cache_dir}")
+    return 0
 
 
 def _report_down(stops: list[devservices.Stop]) -> int:
