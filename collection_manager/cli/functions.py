@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
     remove = actions.add_parser(
         "remove", help="remove an old version's library; refused while a live process uses it"
     )
-    remove.add_argument("name", help="the library, as `functions list` names it (cm_<version>)")
+    remove.add_argument("name", help="the library, as `functions list` names it (cm_<hash>)")
     add_confirmation(remove)
     remove.set_defaults(run=run_remove)
 
