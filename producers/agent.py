@@ -26,6 +26,7 @@ from types import MappingProxyType
 from collection_manager.config import ReplicaConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.outages import OutageLog
 from collection_manager.core.requests import MAX_TTL_MS, Heartbeat
 from collection_manager.core.shutdown import Cancelled, ShutdownToken
 from collection_manager.core.specs import CollectionSpec
@@ -172,6 +173,7 @@ class ReplicaAgent:
         )
         self._expiring = frozenset(expiring)
         self._still_member = still_member
+        self._membership_outage = OutageLog(logger, f"asking whether {replica_id} is a member")
         self._clock = clock
         self._published = PublishedState([self._published_name(n) for n in self._sources])
         self._subscribes: list[Subscribe] = []
@@ -303,7 +305,9 @@ class ReplicaAgent:
         if self._still_member is None or self.epoch is None:
             return True
         try:
-            return self._still_member(self.replica_id, self.epoch)
+            member = self._still_member(self.replica_id, self.epoch)
         except Exception as exc:  # Redis away: keep going, the lease decides
-            logger.warning("cannot ask whether %s is a member: %s", self.replica_id, exc)
+            self._membership_outage.failed(exc)
             return True
+        self._membership_outage.succeeded()
+        return member

@@ -22,9 +22,14 @@ from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from collection_manager.kafka.errors import ProducerError, TopicConfigError, TopicMissingError
+from collection_manager.kafka.errors import (
+    KafkaUnreachableError,
+    ProducerError,
+    TopicConfigError,
+    TopicMissingError,
+)
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.kafka.topics import max_message_bytes
+from collection_manager.kafka.topics import fit_max_message_bytes, max_message_bytes
 from collection_manager.storage.dead_letters import (
     REASON_MAX_BYTES,
     DeadLetterLedger,
@@ -64,10 +69,11 @@ def _topic_limit(bootstrap: str, topic: str) -> int | None:
     try:
         return max_message_bytes(bootstrap, [topic])[topic]
     except TopicMissingError:
-        # Normal on a first start: a broker that creates topics on first use makes it for
-        # the first dead letter (else that letter is recorded as unpublished, and status
-        # shows it). Nothing is wrong yet, so no warning.
         logger.info("topic %r does not exist yet: its max.message.bytes is the broker's", topic)
+        return None
+    except KafkaUnreachableError as exc:
+        # The consumer's start fails on the same broker, and says so once (its outage).
+        logger.info("max.message.bytes of %r unknown: %s", topic, exc)
         return None
     except TopicConfigError as exc:
         logger.warning("max.message.bytes of %r unknown: %s", topic, exc)
@@ -75,18 +81,28 @@ def _topic_limit(bootstrap: str, topic: str) -> int | None:
 
 
 def dead_letter_max_bytes(bootstrap: str, request_topic: str, dead_letter_topic: str) -> int:
-    """Reads both topics' limits once (at start): the producer's ``message.max.bytes``.
+    """Reads the request topic's limit once (at start): the producer's ``message.max.bytes``.
 
-    Warns when the dead-letter topic holds smaller messages than the request topic: the
-    largest dead letters would then be recorded as unpublished instead.
+    The dead-letter topic is made to hold that much (``fit_max_message_bytes``): created so
+    when missing (else the first dead letter would make the broker create it with its
+    default limit, smaller), raised when it has the broker's default. A smaller limit set
+    on the topic itself is an operator's, and warned of: the largest dead letters would
+    then be recorded as unpublished instead.
     """
     request_max = _topic_limit(bootstrap, request_topic)
-    dead_max = _topic_limit(bootstrap, dead_letter_topic)
     needed = producer_max_bytes(request_max)
-    if request_max is not None and dead_max is not None and dead_max < needed:
+    if request_max is None:
+        return needed  # the broker decides
+    try:
+        dead_max = fit_max_message_bytes(bootstrap, dead_letter_topic, needed)
+    except KafkaUnreachableError as exc:
+        logger.info("max.message.bytes of %r unknown: %s", dead_letter_topic, exc)
+        return needed
+    if dead_max is not None and dead_max < needed:
         logger.warning(
             "dead-letter topic %r holds messages up to %d bytes, the request topic %r up to "
-            "%d: set its max.message.bytes to at least %d (docs/operations.md, Dead letters)",
+            "%d: its own max.message.bytes is smaller than %d, so the largest dead letters "
+            "are recorded as unpublished (docs/operations.md, Dead letters)",
             dead_letter_topic, dead_max, request_topic, request_max, needed,
         )  # fmt: skip
     return needed

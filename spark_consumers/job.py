@@ -139,6 +139,8 @@ def start_consumer(
     # 163 to 122 ms at 10,000 updates/s (bench/batch_breakdown.py, before and after).
     # Coalescing concatenates partitions, so each keeps its order.
     tasks = spark.sparkContext.defaultParallelism
+    # Adaptive execution does not apply to a stream; left on, Spark warns so at every start.
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
     applier = PartitionApplier(settings)
     applied = stream.coalesce(tasks).mapInPandas(applier, schema=SUMMARY_SCHEMA)
     driver = DriverProgress(

@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 
 CONNECTOR = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
 SAFE_PATH = "PYTHONSAFEPATH"
+# Spark's log4j2 configuration, given to the driver's JVM before it starts (its own
+# defaults print a WARN and three lines of advice first): see the file.
+LOG4J2_FILE = Path(__file__).with_name("log4j2.properties")
+_LOG4J_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.]*(-[a-z]+)?\.jar$")
 
 
@@ -96,6 +100,12 @@ def build_spark_session(
 
     require_java()
     _check_pyspark_version()
+    verbose = logging.getLogger().isEnabledFor(logging.INFO)
+    level = spark_log_level(spark.spark_log_level, verbose)
+    logs = log4j_options(level, verbose)
+    # py4j logs a Python callback's exception (a batch that failed on Redis) with its
+    # traceback before handing it to the JVM, whose query then fails with it.
+    logging.getLogger("py4j").setLevel(logging.NOTSET if verbose else logging.CRITICAL)
     jars = ",".join(str(jar) for jar in connector_jars(infra, extra_packages))
     builder = SparkSession.builder.master(spark.spark_master)
     local = spark.spark_master.startswith("local")
@@ -121,17 +131,23 @@ def build_spark_session(
         # On this machine, scratch files go to the state directory, not /tmp (a cluster's
         # operators choose its local dirs; standalone Workers pass their own to executors).
         scratch = _scratch_dir(infra.state_dir / "spark-scratch")
-        java_options = f"{spark.spark_java_options} -Djava.io.tmpdir={scratch}"
+        java_options = f"{spark.spark_java_options} -Djava.io.tmpdir={scratch} {logs}"
         builder = builder.config("spark.local.dir", str(scratch)).config(
             "spark.driver.extraJavaOptions", java_options
         )
         builder = builder.config(UNIX_SOCKETS, str(unix_sockets_fit(scratch)).lower())
+        # A local cluster's executors run on this machine, where the file is.
+        executor_options = f"{spark.spark_java_options} {logs}"
     else:
+        # A remote cluster's executors log as its operators configured them.
+        executor_options = spark.spark_java_options
         builder = builder.config(UNIX_SOCKETS, "true")  # in each machine's java.io.tmpdir
-        builder = builder.config("spark.driver.extraJavaOptions", spark.spark_java_options)
+        driver_options = f"{spark.spark_java_options} {logs}"
+        builder = builder.config("spark.driver.extraJavaOptions", driver_options)
+    builder = builder.config("spark.executor.extraJavaOptions", executor_options)
     with _jvm_working_dir(infra.state_dir / "spark-driver"):
         session = _create(builder, spark, app_name, jars)
-    session.sparkContext.setLogLevel(spark.spark_log_level)
+    session.sparkContext.setLogLevel(level)
     # At a trigger interval shorter than a batch, Spark warns "Current batch is falling
     # behind" after every batch, though nothing is wrong: the next one starts at once.
     # A batch's time is in cm_consumer_batch_duration_seconds instead.
@@ -144,6 +160,33 @@ def build_spark_session(
     # returned. A job that fails reaches the query as its exception, so errors suffice.
     _log_errors_only(session, "org.apache.spark.scheduler.DAGScheduler")
     return session
+
+
+def spark_log_level(configured: str, verbose: bool) -> str:
+    """The level of Spark's own log lines: ``configured`` (CM_SPARK_LOG_LEVEL) when this
+    process logs at INFO (``-v``), else fatal errors only.
+
+    Spark's warnings are about its own workings (a native library it lacks, a setting it
+    ignores for streaming, a Kafka broker it cannot reach yet), and what fails reaches the
+    consumer as its query's error: the consumer says in one line of its own what a user
+    must know, an outage when it begins and when it ends, or the error it stops on.
+    """
+    level = configured.strip().upper()
+    if verbose or level not in _LOG4J_LEVELS:
+        return level  # an unknown level: Spark's setLogLevel names the valid ones
+    return max(level, "FATAL", key=_LOG4J_LEVELS.index)
+
+
+def log4j_options(level: str, verbose: bool) -> str:
+    """The JVM options that give Spark's log4j2 :data:`LOG4J2_FILE`, at ``level``; a Java
+    exception is its message alone unless ``verbose``."""
+    trace = "full" if verbose else "short.message"
+    known = level in _LOG4J_LEVELS
+    root = min(level, "WARN", key=_LOG4J_LEVELS.index) if known else "WARN"
+    return (
+        f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Dcm.spark.log.root={root} "
+        f"-Dcm.spark.log.level={level if known else 'WARN'} -Dcm.spark.log.trace={trace}"
+    )
 
 
 def _log_errors_only(session: SparkSession, logger: str) -> None:
@@ -193,7 +236,6 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
-        .config("spark.executor.extraJavaOptions", spark.spark_java_options)
         .config(f"spark.executorEnv.{SAFE_PATH}", "1")
         .config("spark.ui.enabled", "false")
         # Kafka credentials are source options (kafka.sasl.jaas.config, a client key):

@@ -205,7 +205,11 @@ class SparkConfig:
         "ships to every executor (spark.archives), whose Python workers run it. Turn it off "
         "when the executors' image already has them (and set PYSPARK_PYTHON).",
     )
-    spark_log_level: str = setting("WARN", "Log level of Spark's own logs.")
+    spark_log_level: str = setting(
+        "WARN",
+        "Log level of Spark's own logs where the process logs progress (-v); without, "
+        "Spark logs fatal errors only (what fails reaches the consumer as its query's error).",
+    )
     spark_java_options: str = setting(
         "-XX:TieredStopAtLevel=1 -Xss16m",
         "JVM options of the Spark driver and executors. The default compiles with C1 only: "

@@ -41,6 +41,7 @@ from collection_manager.control.status import ReplicaStatus, statuses
 from collection_manager.control.ticks import Ticker
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.filters import eq
+from collection_manager.core.outages import OutageLog
 from collection_manager.core.requests import (
     Delete,
     Fence,
@@ -394,15 +395,17 @@ class Controller:
         ``went_round`` is called after each check, failed or not (the loop's liveness).
         """
         interval = (interval_ms or self.config.lease_check_interval_ms) / 1000
+        outage = OutageLog(logger, "lease check")
         while not stop.is_set():
             try:
                 self.check_leases()
+                outage.succeeded()
                 self.last_check_ms = now_ms()
                 metrics.CHECKS.inc()
                 metrics.LAST_CHECK.set(self.last_check_ms / 1000)
             except CONTROLLER_FAULTS as exc:
                 metrics.CHECK_FAILURES.inc()
-                logger.error("lease check failed, retrying: %s", exc)
+                outage.failed(exc)
             went_round()
             stop.wait(interval)
 

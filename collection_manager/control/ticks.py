@@ -17,8 +17,10 @@ import time
 
 from collection_manager.control.members import MemberRecord
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.outages import OutageLog
 from collection_manager.core.requests import Heartbeat
 from collection_manager.core.ticks import CONTROLLER_ID
+from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.producer import KafkaProducer
 from collection_manager.kafka.topics import partition_count
 from schemas.codec import encode_request
@@ -46,6 +48,7 @@ class Ticker:
         self.topic = topic
         self._epoch: int | None = None
         self._partitions: tuple[int, float] | None = None  # (count, read at, monotonic)
+        self._outage = OutageLog(logger, f"publishing ticks to {topic}")
 
     def tick(self, at: int) -> bool:
         """Sends a tick of time ``at`` to each partition; returns whether all were acked.
@@ -60,8 +63,11 @@ class Ticker:
                     self.topic, CONTROLLER_ID.encode(), value, partition=partition
                 )
         except CollectionManagerError as exc:
-            logger.warning("tick %d not published, log time stands still: %s", at, exc)
+            # Before the first agent's requests create the topic, that is normal.
+            missing = isinstance(exc, TopicConfigError) and "does not exist" in str(exc)
+            self._outage.failed(f"tick {at}: {exc} (log time stands still)", not missing)
             return False
+        self._outage.succeeded()
         return self._producer.flush(_FLUSH_S) == 0
 
     def _controller_epoch(self) -> int:

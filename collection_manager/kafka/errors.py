@@ -25,3 +25,8 @@ class TopicConfigError(CollectionManagerError):
 class TopicMissingError(TopicConfigError):
     """The topic does not exist (yet): normal before its first message, unlike a broker
     that does not answer."""
+
+
+class KafkaUnreachableError(TopicConfigError):
+    """The broker did not answer in time: part of an outage, which the consumer reports
+    once, rather than something wrong with the topic."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from collection_manager.core.outages import OutageLog
 from collection_manager.core.shutdown import Cancelled
 from collection_manager.kafka.errors import ProducerError, ProducerQueueFullError
 from collection_manager.kafka.security import from_environment
@@ -36,6 +37,22 @@ ENFORCED: Mapping[str, str] = MappingProxyType(
 _SECRET_WORDS = ("password", "secret", "token", "key")
 # Delivery reports of messages dropped on purpose (``purge``), not failed.
 PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+# librdkafka reports a broker away several times a second, from each producer: every
+# producer of one bootstrap in this process shares one outage, logged when it begins and
+# when a delivery succeeds again.
+_OUTAGES: dict[str, OutageLog] = {}
+_SETTLE_S = 2.0
+_OUTAGES_LOCK = threading.Lock()
+
+
+def broker_outage(bootstrap: str) -> OutageLog:
+    """The outage log of the Kafka cluster at ``bootstrap``, shared in this process."""
+    with _OUTAGES_LOCK:
+        found = _OUTAGES.get(bootstrap)
+        if found is None:
+            found = OutageLog(logger, f"Kafka at {bootstrap}", settle_s=_SETTLE_S)
+            _OUTAGES[bootstrap] = found
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,16 +144,21 @@ class DeliveryStats:
 class _Outcomes:
     """Thread-safe counters fed by delivery reports (served by whichever thread polls)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outage: OutageLog | None = None) -> None:
         self.lock = threading.Lock()
         self.produced = self.delivered = self.purged = 0
         self.failures: Counter[str] = Counter()
+        self._outage = outage
 
     def record(self, err: KafkaError | None, msg: Message) -> None:
         with self.lock:
             if err is None:
                 self.delivered += 1
-                return
+        if err is None:
+            if self._outage is not None:
+                self._outage.succeeded()
+            return
+        with self.lock:
             if err.code() in PURGE_CODES:
                 self.purged += 1
                 return
@@ -172,7 +194,8 @@ class KafkaProducer:
         self.config = config
         self._factory = factory
         self._producer: Producer | None = None
-        self._outcomes = _Outcomes()
+        self._outage = broker_outage(config.bootstrap)
+        self._outcomes = _Outcomes(self._outage)
         # Held around producer creation, each single produce() call and purge(), so no
         # message can enter the queue between a purge and the fuse it sets.
         self._lock = threading.Lock()
@@ -209,7 +232,7 @@ class KafkaProducer:
             self._fatal = err
             logger.error("fatal producer error: %s", err.str())
         else:
-            logger.warning("producer error: %s", err.str())
+            self._outage.failed(err.str())
 
     def stats(self) -> DeliveryStats:
         """Delivery outcome counts so far."""
