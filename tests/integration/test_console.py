@@ -310,3 +310,71 @@ def _check_console(
     survivor_row = page.locator(f'#replicas tr[data-replica="{survivor}"]')
     assert survivor_row.count() == 1
     assert agents[survivor].poll() is None
+    # One replica left: the heading counts it in the singular.
+    _wait(page, """() => document.getElementById("fleet-count").textContent === "1 replica" """)
+
+
+def test_a_console_without_the_servers_token_says_it_is_not_authorised(
+    module_redis: OwnService, unique: str, tmp_path: Path
+) -> None:
+    """Not "0 replicas" and a hint to start one: the server needs a token, and the page
+    says so and how to give it; once given, the fleet (empty here) reads as it is."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium: `collection-manager setup` installs Debian's (as root)")
+    client = redis_client(module_redis.address)
+    install(client)
+    client.close()
+    address = f"{LOOPBACK}:{free_port()}"
+    url, token = f"http://{address}", f"token-{unique}"
+    env = dict(
+        os.environ,
+        CM_REDIS_URL=module_redis.address,
+        CM_STATE_DIR=str(tmp_path / "state"),
+        CM_REPLICA_NAMESPACE=f"cm:replicas:{unique}",  # no replica in it
+        CM_HTTP_ADDRESS=address,
+        CM_HTTP_TOKEN=token,
+    )
+    with _processes() as processes, playwright.sync_playwright() as driver:
+        processes.append(_serve(env, tmp_path / "serve.log"))
+        assert_eventually(lambda: _answers(url + "/healthz"), 60, 0.5)
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        page = browser.new_page()
+        page.set_default_timeout(WAIT_MS)
+        try:
+            page.goto(f"{url}/")
+            page.wait_for_selector("#token-form:not([hidden])")
+            _wait(
+                page, _BANNER, "not authorised: this server needs a token: enter its CM_HTTP_TOKEN"
+            )
+            assert page.inner_text("#fleet-count") == "not authorised"
+            assert page.locator("#fleet-empty").is_hidden()
+            _give_token(page, "not-the-token")
+            _wait(page, _BANNER, "not authorised: this server refused the token given: enter its")
+            _give_token(page, token)
+            _wait(page, """() => document.getElementById("problem").hidden""")
+            _wait(
+                page,
+                """() => document.getElementById("fleet-count").textContent === "0 replicas" """,
+            )
+            hint = page.inner_text("#fleet-empty")
+            assert "collection-manager replicas run --id r1" in hint, hint
+        except BaseException:
+            page.screenshot(path=tmp_path / "console.png", full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
+# The problem banner, once it shows a text that starts with the argument.
+_BANNER = """(start) => { const box = document.getElementById("problem");
+  return !box.hidden && box.textContent.startsWith(start) && box.textContent; }"""
+
+
+def _give_token(page: Any, token: str) -> None:
+    page.wait_for_selector("#token-form:not([hidden])")
+    page.fill("#token", token)
+    page.press("#token", "Enter")

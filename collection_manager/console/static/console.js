@@ -16,7 +16,8 @@ const state = {
   selected: null,
   where: [],
   whereBad: false,
-  replicas: [],
+  replicas: null, // null until the server lists them
+  unauthorised: false, // the server asked for a token (401) or refused the one given (403)
   counts: {}, // collection -> replica -> rows, and collection -> "_capped" when partial
   skewMs: 0, // the server's clock minus ours
   samples: [], // [{t, lag, updates}] from status
@@ -61,13 +62,25 @@ async function get(path, params) {
   if (!Number.isNaN(date)) state.skewMs = date - Date.now();
   const type = reply.headers.get("Content-Type") || "";
   const body = type.includes("json") ? await reply.json() : await reply.text();
-  if (reply.status === 401) $("token-form").hidden = false;
+  state.unauthorised = reply.status === 401 || reply.status === 403;
+  if (state.unauthorised) {
+    $("token-form").hidden = false;
+    throw new Problem(reply.status, notAuthorised(state.token));
+  }
   if (!reply.ok) throw new Problem(reply.status, body);
   if (body && typeof body === "object" && typeof body.at_ms === "number") {
     state.skewMs = body.at_ms - Date.now(); // the server's clock, to the millisecond
   }
   return body;
 }
+
+// What the banner says when the server wants a token: never "0 replicas", which it is not.
+function notAuthorised(sent) {
+  const why = sent ? "this server refused the token given" : "this server needs a token";
+  return `not authorised: ${why}: enter its CM_HTTP_TOKEN in the field above (kept for this tab)`;
+}
+
+const plural = (count, noun) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 
 const serverNow = () => Date.now() + state.skewMs;
 const listOf = (body, key) => (Array.isArray(body) ? body : (body && body[key]) || []);
@@ -131,7 +144,7 @@ function renderFleet() {
   }
   const body = $("replicas").tBodies[0];
   body.replaceChildren();
-  for (const replica of state.replicas) {
+  for (const replica of state.replicas || []) {
     const row = body.insertRow();
     row.dataset.replica = replica.replica_id;
     const shown = shownState(replica);
@@ -158,8 +171,10 @@ function renderFleet() {
       if (counts && counts._capped) cell.title = `at least: counted in the first ${COUNT_LIMIT} rows read`;
     }
   }
-  $("fleet-count").textContent = `${state.replicas.length} replicas`;
-  $("fleet-empty").hidden = state.replicas.length > 0;
+  const known = state.replicas !== null && !state.unauthorised;
+  const count = known ? plural(state.replicas.length, "replica") : "";
+  $("fleet-count").textContent = state.unauthorised ? "not authorised" : count;
+  $("fleet-empty").hidden = !known || state.replicas.length > 0;
 }
 
 async function pollReplicas() {
