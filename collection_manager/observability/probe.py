@@ -17,6 +17,7 @@ SETTINGS = (
     "CM_CONSUMER_METRICS_ADDRESS",
     "CM_CONTROLLER_METRICS_ADDRESS",
     "CM_AGENT_METRICS_ADDRESS",
+    "CM_HTTP_ADDRESS",  # server run: its /readyz is on the HTTP API's own listener
 )
 
 

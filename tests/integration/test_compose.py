@@ -56,7 +56,17 @@ _PORTS = (
     "R2_METRICS_PORT",
     "R3_METRICS_PORT",
     "PROMETHEUS_PORT",
+    "SERVER_PORT",
 )
+
+
+def _console(server: str) -> None:
+    """The server service answers the console's page and, through its API, the fleet."""
+    with urllib.request.urlopen(f"{server}/", timeout=5) as reply:
+        assert "console.js" in reply.read().decode()
+    with urllib.request.urlopen(f"{server}/api/v1/replicas", timeout=5) as reply:
+        shown = {replica["replica_id"] for replica in json.load(reply)["replicas"]}
+    assert shown == {"r1", "r2", "r3"}, shown
 
 
 def _scraped(prometheus: str) -> None:
@@ -99,6 +109,8 @@ def test_compose_runs_the_pipeline_and_a_removed_replica_loses_its_rows(
         assert_eventually(all_three, timeout=240, interval=2)
         prometheus = f"http://127.0.0.1:{env['CM_COMPOSE_PROMETHEUS_PORT']}"
         assert_eventually(lambda: _scraped(prometheus), timeout=120, interval=2)
+        server = f"http://127.0.0.1:{env['CM_COMPOSE_SERVER_PORT']}"
+        assert_eventually(lambda: _console(server), timeout=120, interval=2)
         run([*compose, "stop", "r2"], env)  # SIGTERM: the agent removes its replica
 
         def r2_gone() -> None:
