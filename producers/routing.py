@@ -6,9 +6,9 @@ A collection of ``N > 1`` buckets takes each request for one bucket, keyed
 order). Build the request as for an unbucketed collection, then send what
 :func:`messages_for` returns, or each of :func:`requests_for` keyed by :func:`key_for`::
 
-    from producers.routing import messages_for
+    from producers.routing import collection_spec, messages_for
 
-    spec = store.spec("arrangement_sizes")        # read once: N never changes while it lives
+    spec = collection_spec("arrangement_sizes")   # read once: N never changes while it lives
     for key, value in messages_for(append, spec):
         producer.produce(topic, key=key, value=value)
 
@@ -23,12 +23,38 @@ agents, the embedded API and the controller use too.
 
 from __future__ import annotations
 
+from collection_manager.config import InfraConfig, from_env
+from collection_manager.config.services import running
 from collection_manager.core.requests import Append, Delete, Request, request_key
 from collection_manager.core.routing import route_append, route_delete
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.client import connected_client
+from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 
-__all__ = ["key_for", "messages_for", "requests_for"]
+__all__ = ["collection_spec", "key_for", "messages_for", "requests_for"]
+
+
+def collection_spec(name: str, redis_url: str | None = None) -> CollectionSpec:
+    """The definition of collection ``name`` as the catalog holds it, with its buckets:
+    what :func:`requests_for` routes by. Read it once: a live collection's buckets never
+    change (a collection dropped and created again with others needs a new read).
+
+    Args:
+        name: the collection.
+        redis_url: its Redis; default ``CM_REDIS_URL``, else the one ``infra up`` started,
+            as the commands find it.
+
+    Raises:
+        UnknownCollectionError: when no such collection was created.
+        InfrastructureError: when no Redis is given, configured or running.
+    """
+    url = redis_url or running(from_env(InfraConfig), needs=("redis",)).redis_url
+    client = connected_client(url)
+    try:
+        return RedisStore(client).spec(name)
+    finally:
+        client.close()
 
 
 def requests_for(request: Request, spec: CollectionSpec | None = None) -> list[Request]:
@@ -38,7 +64,7 @@ def requests_for(request: Request, spec: CollectionSpec | None = None) -> list[R
     Args:
         request: any request; appends and deletes are routed by ``spec``.
         spec: the collection's definition as the catalog holds it
-            (``RedisStore.spec(name)``); needed for appends and deletes, not for the
+            (:func:`collection_spec`); needed for appends and deletes, not for the
             control requests (``Heartbeat``, ``ReplicaAdded``, ``ReplicaRemoved``).
 
     Raises:
@@ -52,7 +78,7 @@ def requests_for(request: Request, spec: CollectionSpec | None = None) -> list[R
         named = "no spec" if spec is None else f"the spec of {spec.collection!r}"
         raise ValueError(
             f"a request for collection {request.collection!r} is routed by that collection's "
-            f"spec (RedisStore.spec), not by {named}"
+            f"spec (collection_spec), not by {named}"
         )
     if isinstance(request, Append):
         return list(route_append(request, spec))
