@@ -165,9 +165,11 @@ class _Outcomes:
             self.failures[err.name()] += 1
             seen = self.failures[err.name()]
         # Each kind of failure is logged at its first occurrence, then every 1,000th, so a
-        # broker outage cannot flood the log; stats() has the exact counts.
+        # broker outage cannot flood the log; stats() has the exact counts. While the
+        # broker is away (its outage logged once), they are part of it: INFO, for -v.
         if seen == 1 or seen % 1000 == 0:
-            logger.error(
+            away = self._outage is not None and self._outage.ongoing
+            (logger.info if away else logger.error)(
                 "delivery to %s [%s] failed (%s, occurrence %d): %s",
                 msg.topic(), msg.partition(), err.name(), seen, err.str(),
             )  # fmt: skip
