@@ -191,7 +191,7 @@ def test_the_help_the_docs_and_the_nodes_name_the_same_redis_settings(
         assert setting in helped
         assert f"`{setting}" in documented
     assert 'eval "$(collection-manager infra up --replicated)"' in helped
-    assert 'eval "$(.venv/bin/collection-manager infra up --replicated)"' in documented
+    assert 'eval "$(collection-manager infra up --replicated)"' in documented
 
 
 def _parser(*path: str) -> argparse.ArgumentParser:
