@@ -7,11 +7,13 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
+import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
 from collection_manager.config.machine import require_jars, require_java
@@ -146,7 +148,7 @@ def build_spark_session(
         builder = builder.config("spark.driver.extraJavaOptions", driver_options)
     builder = builder.config("spark.executor.extraJavaOptions", executor_options)
     with _jvm_working_dir(infra.state_dir / "spark-driver"):
-        session = _create(builder, spark, app_name, jars)
+        session = _create(builder, spark, app_name, jars, verbose)
     session.sparkContext.setLogLevel(level)
     # At a trigger interval shorter than a batch, Spark warns "Current batch is falling
     # behind" after every batch, though nothing is wrong: the next one starts at once.
@@ -231,8 +233,10 @@ CHECKPOINT_FILE_MANAGER = (
 )
 
 
-def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> SparkSession:
-    session: SparkSession = (
+def _create(
+    builder: Any, spark: SparkConfig, app_name: str, jars: str, verbose: bool = True
+) -> SparkSession:
+    builder = (
         builder.appName(app_name)
         .config("spark.jars", jars)
         .config("spark.driver.memory", spark.spark_driver_memory)
@@ -256,9 +260,43 @@ def _create(builder: Any, spark: SparkConfig, app_name: str, jars: str) -> Spark
         # Kafka timestamps reach the applier as naive pandas times in this zone, which
         # the applier reads as UTC (publish-to-visible latency).
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    if not verbose:
+        _launch_jvm_quietly(builder)
+    session: SparkSession = builder.getOrCreate()
     return session
+
+
+# The one line the JVM prints that no option turns off: Spark's launcher always adds
+# --add-modules=jdk.incubator.vector (JavaModuleOptions), and the JVM then warns of it.
+INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+
+
+def _launch_jvm_quietly(builder: Any) -> None:
+    """Starts the driver's JVM (when none runs yet) with its standard error passed on by a
+    thread that leaves out ``INCUBATOR_WARNING``: everything else the JVM, its executors
+    and the Python workers write reaches this process's standard error as before.
+    PySpark takes the gateway as it would have launched it (``popen_kwargs`` is its way to
+    capture the JVM's output); the builder's options are the ones it would have passed."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a session of this process started it already
+        return
+    conf = SparkConf().setAll(list(builder._options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    threading.Thread(
+        target=_pass_on, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True
+    ).start()
+
+
+def _pass_on(stream: IO[bytes]) -> None:
+    for line in iter(stream.readline, b""):
+        if line != INCUBATOR_WARNING:
+            left = memoryview(line)
+            while left:
+                left = left[os.write(2, left) :]
 
 
 def _scratch_dir(parent: Path) -> Path:

@@ -24,15 +24,12 @@ from tests.support import assert_eventually
 
 # What a user must not see at the default verbosity.
 NOISE = re.compile(r"WARN|Traceback|^\s+at (org|java)\.|Exception", re.MULTILINE)
-# The JVM prints this itself at its start, for the module Spark's launcher always adds
-# (--add-modules=jdk.incubator.vector); no option of Java's or Spark's turns it off.
-JVM_BOOT = "WARNING: Using incubator modules: jdk.incubator.vector\n"
 READY = "consumer running:"
 AGENT = [sys.executable, "-m", "collection_manager.cli.main", "replicas", "run"]
 
 
 def _noise(log: Path) -> list[str]:
-    text = log.read_text().replace(JVM_BOOT, "")
+    text = log.read_text()
     return [line for line in text.splitlines() if NOISE.search(line)]
 
 
@@ -141,7 +138,7 @@ def test_an_outage_is_one_line_when_it_begins_and_one_when_it_ends(
         # Long enough for several retries of each (the agent's every 300 ms or so).
         service.sigkill_and_restart(down_s=6.0)
         assert_eventually(_printed(consumer_log, "supervision: outage over"), 120, interval=0.5)
-        consumer_lines = consumer_log.read_text().replace(JVM_BOOT, "").splitlines()
+        consumer_lines = consumer_log.read_text().splitlines()
         # The ready line, then per outage one line when it begins, one when it ends.
         assert len(consumer_lines) <= 3, consumer_log.read_text()
         assert _noise(consumer_log) == [
