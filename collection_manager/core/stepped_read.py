@@ -49,17 +49,35 @@ class Change(Generic[RowT]):
 
 
 @dataclasses.dataclass(frozen=True)
+class Span:
+    """A stretch ``[start, end)`` of a scan's order (``core/scan_order.py``): positions
+    are ``(key, place)`` pairs, a scan going through several keys one after another."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+    def overlaps(self, other: Span) -> bool:
+        return self.start < other.end and other.start < self.end
+
+
+@dataclasses.dataclass(frozen=True)
 class ScanStep(Generic[RowT]):
     """One step of a scan: the rows it found with their multiplicities at ``time``.
 
     ``cursor`` is where the next step starts (None: the scan is done); ``server`` names the
-    server that answered, whose cursor it is.
+    server that answered, whose cursor it is. ``covers`` is the stretch of the scan's
+    order its rows lie in, and ``again`` the part of it before where the step was asked to
+    start, which it may have scanned before (a table that shrank since the step before):
+    a row found there may have been found already. Both are None for a scan that says
+    nothing of its order (and so never returns a row twice).
     """
 
     time: int
     server: str
     cursor: object | None
     rows: Mapping[RowT, int]
+    covers: Span | None = None
+    again: Span | None = None
 
 
 class StepReads(Protocol[RowT]):

@@ -14,10 +14,12 @@ row is handed on as soon as its step comes, moved to ``as_of`` by the log read s
 
 Whether it was already is the one thing a bounded reader cannot keep in memory: the rows
 handed on are recorded in an :class:`Emitted` (a file of fingerprints on Redis,
-``storage/streamed.py``) and asked about once, at the end, for the rows that changed.
-A scan that returns an unchanged row twice (Redis's SCAN does when a hash or set shrinks
-during it, which Redis does only when deletes leave it under a tenth full) hands it on
-twice; ``read_at`` is the read that removes such repeats.
+``storage/streamed.py``), each step's with the stretch of the scan's order it covers.
+It is asked about at the end, for the rows that changed, and by a step that may have
+scanned again a stretch scanned before (a Redis table that shrank between two steps
+returns again some elements just before its cursor, ``core/scan_order.py``): that step's
+rows found before, in the steps that cover the stretch, are not handed on again. So every
+row goes once, whatever a table does under the read.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collection_manager.core.stepped_read import (
     Change,
     RowT,
     ServerChanged,
+    Span,
     SteppedReadError,
     StepReads,
     moved_to,
@@ -38,28 +41,34 @@ from collection_manager.core.stepped_read import (
 
 
 class Emitted(Protocol[RowT]):
-    """What a streamed read has handed on, asked about only at its end."""
+    """What a streamed read has handed on, step by step."""
 
-    def add(self, rows: Iterable[RowT]) -> None:
-        """Records ``rows`` as handed on."""
+    def add(self, rows: Iterable[RowT], covers: Span | None) -> None:
+        """Records ``rows`` as handed on, found in the stretch ``covers`` of the scan's
+        order (None: not by the scan)."""
         ...
 
-    def among(self, rows: Set[RowT]) -> set[RowT]:
-        """Which of ``rows`` were handed on."""
+    def among(self, rows: Set[RowT], within: Span | None = None) -> set[RowT]:
+        """Which of ``rows`` were handed on (with ``within``: by the steps whose stretch
+        overlaps it)."""
         ...
 
 
 class EmittedInMemory(Generic[RowT]):
-    """An :class:`Emitted` in a set: for tests and small reads."""
+    """An :class:`Emitted` in sets: for tests and small reads."""
 
     def __init__(self) -> None:
-        self.rows: set[RowT] = set()
+        self.steps: list[tuple[Span | None, set[RowT]]] = []
 
-    def add(self, rows: Iterable[RowT]) -> None:
-        self.rows.update(rows)
+    def add(self, rows: Iterable[RowT], covers: Span | None) -> None:
+        self.steps.append((covers, set(rows)))
 
-    def among(self, rows: Set[RowT]) -> set[RowT]:
-        return self.rows & set(rows)
+    def among(self, rows: Set[RowT], within: Span | None = None) -> set[RowT]:
+        found: set[RowT] = set()
+        for covers, handed in self.steps:
+            if within is None or (covers is not None and covers.overlaps(within)):
+                found |= handed & rows
+        return found
 
 
 class _Log(Generic[RowT]):
@@ -135,11 +144,14 @@ def stream_at(
                 held[row] = (count, step.time)
             else:
                 exact[row] = count
+        if exact and step.again is not None:  # found again after a shrink: handed on once
+            for row in emitted.among(exact.keys(), step.again):
+                del exact[row]
         if exact:
             if left is not None:
                 exact = dict(itertools.islice(exact.items(), left))
                 left -= len(exact)
-            emitted.add(exact)
+            emitted.add(exact, step.covers)
             yield exact
             if left == 0:
                 return
@@ -152,7 +164,7 @@ def stream_at(
     if left is not None:
         rest = dict(itertools.islice(rest.items(), left))
     if rest:
-        emitted.add(rest)
+        emitted.add(rest, None)
         yield rest
 
 

@@ -404,14 +404,25 @@ end
 -- keys: 1 contents, 2 time, 3 pending.
 -- args: 1 index key prefix, 2 JSON {x = index keys?, f = filter?}, 3 index key position
 -- (1-based), 4 cursor, 5 budget, 6 parts n, 7 part slot (0-based).
--- Replies {time, run, next position (0: the scan is done), next cursor, row, multiplicity,
--- ...}.
+-- Replies {time, run, next position (0: the scan is done), next cursor, probe, row,
+-- multiplicity, ...}. The probe is the cursor a scan of one element from 0 of the key at
+-- the position answers, in this same call: its bit length tells how small the key's table
+-- may be now, so the reader knows what this step may return again after a shrink
+-- (core/scan_order.py); '0' when the step starts at cursor 0.
 local function cm_scan(keys, args)
   local contents, query = keys[1], cjson.decode(args[2])
   local position, cursor, budget = tonumber(args[3]), args[4], tonumber(args[5])
   local parts, slot = tonumber(args[6]), tonumber(args[7])
   local retracted, pending_time = pending_delete(keys[3], args[1])
-  local reply = {read_time(keys[2], pending_time), server_run(), 0, '0'}
+  local probe = '0'
+  if cursor ~= '0' then
+    if query.x then
+      probe = redis.call('SSCAN', args[1] .. query.x[position], '0', 'COUNT', 1)[1]
+    else
+      probe = redis.call('HSCAN', contents, '0', 'COUNT', 1)[1]
+    end
+  end
+  local reply = {read_time(keys[2], pending_time), server_run(), 0, '0', probe}
   -- found: rows, and for a scan of contents their multiplicities (an index set has none)
   local found, multiplicities, done = {}, {}, false
   while budget > 0 and not done do

@@ -23,11 +23,13 @@ import redis
 
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.filters import Filter, compile_filter, validate
+from collection_manager.core.scan_order import position, revisit_start
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.core.stepped_read import (
     Change,
     ScanStep,
     ServerChanged,
+    Span,
     SteppedReadError,
     read_at,
 )
@@ -184,6 +186,31 @@ class ChangeLog:
         return first_time if first_seq > 0 else first_time - 1
 
 
+# The place of a scan that is done: after every key's.
+_DONE = (1 << 31, 0)
+
+
+def scan_spans(
+    started: tuple[int, int], following: tuple[int, int], probe: int
+) -> tuple[Span, Span | None]:
+    """The stretch of the scan's order a ``cm_scan`` step covered, and the part of it it may
+    have scanned before (``core/scan_order.py``).
+
+    Args:
+        started: the (key position, cursor) the step was given.
+        following: the (key position, cursor) it answered; position 0 once done.
+        probe: the cursor of the step's scan of one element from 0 of its first key.
+    """
+    key, cursor = started
+    again_from = revisit_start(cursor, probe)
+    start = (key, position(cursor) if again_from is None else again_from)
+    end = _DONE if following[0] == 0 else (following[0], position(following[1]))
+    if following[0] == key and following[1] == 0:
+        end = (key + 1, 0)  # the key's end
+    again = None if again_from is None else Span(start, (key, position(cursor)))
+    return Span(start, end), again
+
+
 class RedisStepReads:
     """``StepReads`` of one part of a read of one collection, on one Redis."""
 
@@ -217,14 +244,19 @@ class RedisStepReads:
             [self._keys.index_prefix, self._query, position, at, STEP_ROWS, part.parts, part.slot],
             read_only=True,
         )
-        rows = decode_rows(reply[4::2])
+        rows = decode_rows(reply[5::2])
         self.rows_read += len(rows)
-        following = int(reply[2])
+        following, next_cursor = int(reply[2]), as_text(reply[3])
+        covers, again = scan_spans(
+            (position, int(at)), (following, int(next_cursor)), int(reply[4])
+        )
         return ScanStep(
             time=int(reply[0]),
             server=as_text(reply[1]),
-            cursor=None if following == 0 else (following, as_text(reply[3])),
-            rows=dict(zip(rows, map(int, reply[5::2]), strict=True)),
+            cursor=None if following == 0 else (following, next_cursor),
+            rows=dict(zip(rows, map(int, reply[6::2]), strict=True)),
+            covers=covers,
+            again=again,
         )
 
     def counts(self, rows: Sequence[Row]) -> tuple[int, list[int]]:

@@ -4,14 +4,15 @@ of the collection.
 
 The time (or a bucketed collection's cut) is read first, so that an answer can say it
 before its rows; each step is one bounded Redis call, made only when the one before was
-taken. The rows handed on are recorded as 8-byte fingerprints in a temporary file, read
-back once at the end when rows changed during the read (to hand each on once).
+taken. The rows handed on are recorded as 16-byte fingerprints in a temporary file, read
+back when rows changed during the read, and by a step that may have scanned a stretch
+again (a table that shrank under the read), so that each row goes once.
 """
 
 from __future__ import annotations
 
-import array
 import dataclasses
+import hashlib
 import tempfile
 from collections.abc import Iterable, Iterator, Set
 
@@ -21,6 +22,7 @@ from collection_manager.core.cut import Cut
 from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.filters import Filter
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.core.stepped_read import Span
 from collection_manager.core.streamed_read import stream_at
 from collection_manager.storage.cut import read_cut
 from collection_manager.storage.keys import CATALOG
@@ -34,45 +36,77 @@ from collection_manager.storage.step_reads import (
     visible_time,
 )
 
-# Fingerprints read back per call at the end: 8 bytes each.
+# Fingerprints read back per call: 16 bytes each.
 _READ_BACK = 1 << 16
+_PRINT = 16
 
 
-def _fingerprint(row: Row) -> int:
-    # repr tells apart what hash() of a tuple may not (-1 and -2, 1 and 1.0); str's hash
-    # is a keyed 64-bit SipHash, the same for the process' life: a read's span.
-    return hash(repr(row))
+def _fingerprint(row: Row) -> bytes:
+    # repr tells apart what hash() of a tuple may not (-1 and -2, 1 and 1.0). 128 bits: two
+    # rows of a read of 10^9 share one with a chance under 10^-20.
+    return hashlib.blake2b(repr(row).encode(), digest_size=_PRINT).digest()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """Where one step's fingerprints are in the file, and the stretch it covered."""
+
+    covers: Span | None
+    offset: int
+    count: int
 
 
 class SpilledEmitted:
-    """The rows a streamed read handed on, as fingerprints in a temporary file: 8 bytes a
-    row on disk, none in memory. A fingerprint shared by two rows (about 1 in 2^64 per
-    pair) would keep a changed row from being handed on; the chance is negligible.
+    """The rows a streamed read handed on: the last step's rows in memory (a later step
+    checks those against them, exactly, in the common case), every step's as 16-byte
+    fingerprints in a temporary file, and a few numbers per step (where in the file, the
+    stretch of the scan it covered). Memory holds one step, whatever the read's size.
     """
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(prefix="cm-rows-")  # noqa: SIM115 (closed in close)
+        self._steps: list[_Step] = []
+        self._last: set[Row] = set()
         self.count = 0
 
-    def add(self, rows: Iterable[Row]) -> None:
-        prints = array.array("q", map(_fingerprint, rows))
-        self._file.write(prints.tobytes())
-        self.count += len(prints)
+    def add(self, rows: Iterable[Row], covers: Span | None) -> None:
+        self._last = set(rows)
+        prints = b"".join(map(_fingerprint, self._last))
+        self._steps.append(_Step(covers, self.count, len(self._last)))
+        self._file.write(prints)
+        self.count += len(self._last)
 
-    def among(self, rows: Set[Row]) -> set[Row]:
+    def among(self, rows: Set[Row], within: Span | None = None) -> set[Row]:
         if not rows or not self.count:
             return set()
-        wanted: dict[int, list[Row]] = {}
+        steps = [
+            step
+            for step in self._steps
+            if within is None or (step.covers is not None and step.covers.overlaps(within))
+        ]
+        found: set[Row] = set()
+        if steps and steps[-1] is self._steps[-1]:  # the last step: its rows are at hand
+            found |= self._last & rows
+            steps.pop()
+        if steps:
+            found |= self._among_spilled(rows, steps)
+        return found
+
+    def _among_spilled(self, rows: Set[Row], steps: list[_Step]) -> set[Row]:
+        wanted: dict[bytes, list[Row]] = {}
         for row in rows:
             wanted.setdefault(_fingerprint(row), []).append(row)
         found: set[Row] = set()
         self._file.flush()
-        self._file.seek(0)
-        while chunk := self._file.read(8 * _READ_BACK):
-            prints = array.array("q")
-            prints.frombytes(chunk)
-            for hit in wanted.keys() & set(prints):
-                found.update(wanted[hit])
+        for step in steps:
+            self._file.seek(step.offset * _PRINT)
+            left = step.count
+            while left:
+                chunk = self._file.read(_PRINT * min(left, _READ_BACK))
+                left -= len(chunk) // _PRINT
+                prints = {chunk[i : i + _PRINT] for i in range(0, len(chunk), _PRINT)}
+                for hit in wanted.keys() & prints:
+                    found.update(wanted[hit])
         self._file.seek(0, 2)
         return found
 

@@ -19,6 +19,7 @@ from collection_manager.core.stepped_read import (
     Change,
     ScanStep,
     ServerChanged,
+    Span,
     SteppedReadError,
     moved_to,
     read_at,
@@ -31,7 +32,9 @@ ROWS = 12  # the universe of rows: 0..11; row r is wanted when r % 3 != 0
 class Collection:
     """Contents, a change log and a delete in progress, changed by queued events."""
 
-    events: list[tuple[str, int, int]]  # ("add", row, diff) | ("delete", first row, count)
+    events: list[
+        tuple[str, int, int]
+    ]  # ("add", row, diff) | ("delete" | "drop", first, count) | ("thin", row, step)
     surprises: list[bool]  # per scan step: also return a row seen before (a rehash)
     contents: dict[int, int] = dataclasses.field(default_factory=dict)
     log: list[Change[int]] = dataclasses.field(default_factory=list)
@@ -41,6 +44,7 @@ class Collection:
     doomed: frozenset[int] = frozenset()
     trimmed: int = 0
     server: str = "a"
+    universe: int = ROWS  # rows are 0 .. universe - 1
 
     def _time_now(self) -> int:
         return self.readable_time + 1 if self.pending is not None else self.readable_time
@@ -63,8 +67,17 @@ class Collection:
         if kind == "add":
             self._add(time, row, value)
             self._complete(time)
+        elif kind == "drop":  # retractions of a range of rows at one time
+            for r in range(row, row + value):
+                self._add(time, r % self.universe, -self.contents.get(r % self.universe, 0))
+            self._complete(time)
+        elif kind == "thin":  # every row but one in `value` retracted at one time
+            for r in [r for r in self.contents if r % value != row % value]:
+                self._add(time, r, -self.contents[r])
+            self._complete(time)
         else:
-            doomed = [r % ROWS for r in range(row, row + value) if self.contents.get(r % ROWS)]
+            wrapped = [r % self.universe for r in range(row, row + value)]
+            doomed = [r for r in wrapped if self.contents.get(r)]
             if doomed:
                 self.pending, self.doomed = doomed, frozenset(doomed)
 
@@ -105,13 +118,18 @@ class Reads:
         position = 0 if cursor is None else int(str(cursor))
         found = {r: c._visible(r) for r in (position, position + 1) if c._visible(r)}
         step_number = position // 2
+        start, again = position, None
         if step_number < len(c.surprises) and c.surprises[step_number] and position > 0:
-            again = position - 1
-            if c._visible(again):
-                found[again] = c._visible(again)
+            # A stretch scanned again, as a shrunk table does, and said so (scan_order.py).
+            start = position - 1
+            again = Span((0, start), (0, position))
+            if c._visible(start):
+                found[start] = c._visible(start)
         found = {r: n for r, n in found.items() if self.wanted(r)}
         following = position + 2
-        return ScanStep(c._time_now(), c.server, following if following < ROWS else None, found)
+        covers = Span((0, start), (0, following))
+        cursor = following if following < ROWS else None
+        return ScanStep(c._time_now(), c.server, cursor, found, covers, again)
 
     def counts(self, rows: Sequence[int]) -> tuple[int, list[int]]:
         self._between_calls()

@@ -1,0 +1,153 @@
+"""A hash that shrinks under a scan, on the real server: SCAN returns elements again, and a
+streamed read hands on each row once all the same (``core/scan_order.py``).
+
+Made deterministic by choosing the moment: the table is grown to ``2**17`` buckets and its
+rehash finished; the scan is stepped until its cursor stands at least 16 buckets into a
+group of the buckets the shrunk table will merge; then every element but those the last
+step returned is deleted, and one more delete shrinks the table to the next power of two
+at or above what is left. The next step starts at that group's first bucket, and returns
+again the elements of its buckets already passed.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Iterable
+
+import redis as redis_lib
+
+from collection_manager.core.filters import in_, not_
+from collection_manager.core.requests import Append, Delete
+from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.storage.client import as_text
+from collection_manager.storage.keys import CollectionKeys
+from collection_manager.storage.step_reads import ReadPart, RedisStepReads
+from collection_manager.storage.store import RedisStore
+from collection_manager.storage.streamed import stream_rows
+
+ELEMENTS = 120_000  # past 2**16: the table grows to 2**17 buckets, short of growing again
+TABLE_BITS = 17
+SCHEMA = {
+    "type": "record",
+    "name": "shrinking",
+    "fields": [{"name": "k", "type": "string"}, {"name": "n", "type": "long"}],
+}
+
+
+def _place(cursor: int) -> int:
+    """The cursor's bucket in the order the scan visits the 2**17 buckets."""
+    return int(f"{cursor:0{TABLE_BITS}b}"[::-1], 2)
+
+
+def _deep_in_a_group(cursor: int, left: int) -> bool:
+    """Whether ``cursor`` stands 16 buckets or more into a group of the buckets that a
+    table shrunk for ``left`` elements merges into one of its own."""
+    group = 1 << (TABLE_BITS - max(2, (left - 1).bit_length()))
+    return _place(cursor) % group >= 16
+
+
+def _lookups(client: redis_lib.Redis, key: str, times: int) -> None:
+    """Each lookup moves a rehash in progress on by a bucket: ``times`` of them end it."""
+    with client.pipeline(transaction=False) as pipe:
+        for start in range(0, times, 5_000):
+            for _ in range(min(5_000, times - start)):
+                pipe.hexists(key, "-")
+            pipe.execute()
+
+
+def _fill(client: redis_lib.Redis, key: str) -> None:
+    with client.pipeline(transaction=False) as pipe:
+        for start in range(0, ELEMENTS, 5_000):
+            pipe.hset(key, mapping={f"f{i}": 1 for i in range(start, start + 5_000)})
+        pipe.execute()
+    _lookups(client, key, 1 << TABLE_BITS)
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def test_a_hash_that_shrinks_between_two_hscans_returns_elements_again(
+    redis: redis_lib.Redis, unique: str
+) -> None:
+    key = f"shrinking-{unique}"
+    try:
+        _fill(redis, key)
+        seen: list[str] = []
+        cursor = 0
+        while True:
+            cursor, found = redis.hscan(key, cursor, count=1_000)
+            fields = [as_text(field) for field in found]
+            seen += fields
+            if _deep_in_a_group(cursor, len(fields)):
+                break
+        kept = set(fields)
+        doomed = [f"f{i}" for i in range(ELEMENTS) if f"f{i}" not in kept]
+        for chunk in _chunks(doomed, 5_000):
+            redis.hdel(key, *chunk)
+        _lookups(redis, key, 1 << TABLE_BITS)  # the first shrink's rehash ends ...
+        redis.hset(key, "extra", 1)
+        redis.hdel(key, "extra")  # ... and the next delete shrinks it to what is left
+        rest: list[str] = []
+        while cursor:
+            cursor, found = redis.hscan(key, cursor, count=1_000)
+            rest += [as_text(field) for field in found]
+
+        assert set(rest) <= kept
+        assert set(rest) & set(seen), "the shrunk table returned nothing again"
+    finally:
+        redis.delete(key)
+
+
+def test_a_streamed_read_through_a_shrink_hands_on_each_row_once(
+    redis: redis_lib.Redis, unique: str
+) -> None:
+    spec = CollectionSpec(f"shrinking-{unique}", SCHEMA, ())
+    store = RedisStore(redis, delete_step_rows=10_000)
+    store.create_collection(spec)
+    offsets = itertools.count(1)
+    stream = None
+    try:
+        for start in range(0, ELEMENTS, 5_000):
+            updates = tuple(((f"k{i}", i), 1) for i in range(start, start + 5_000))
+            store.apply_requests("t", 0, [(next(offsets), Append(spec.name, "w", 1, updates, 0))])
+        contents = CollectionKeys(spec.name).contents
+        _lookups(redis, contents, 1 << TABLE_BITS)
+        # The steps the stream will take, looked at first (a scan changes nothing): up to
+        # one that stands deep in a group.
+        reads, cursor, steps = RedisStepReads(redis, spec, ReadPart()), None, 0
+        while True:
+            step = reads.scan(cursor)
+            steps += 1
+            assert step.cursor is not None
+            if _deep_in_a_group(int(str(step.cursor[1])), len(step.rows)):  # type: ignore[index]
+                break
+            cursor = step.cursor
+        kept: list[Row] = list(step.rows)
+        stream = stream_rows(redis, spec, None, None)
+        handed = collections.Counter[Row]()
+        result: dict[Row, int] = {}
+        for batch in itertools.islice(stream.steps, steps):
+            handed.update(batch.keys())
+            result.update(batch)
+        survivors = in_("k", [row[0] for row in kept])
+        store.apply_requests("t", 0, [(next(offsets), Delete(spec.name, not_(survivors)))])
+        store.finish_deletes()
+        _lookups(redis, contents, 1 << TABLE_BITS)
+        extra = ((("extra", -1), 1),)
+        store.apply_requests("t", 0, [(next(offsets), Append(spec.name, "w", 1, extra, 0))])
+        gone = ((("extra", -1), -1),)
+        store.apply_requests("t", 0, [(next(offsets), Append(spec.name, "w", 1, gone, 0))])
+        for batch in stream.steps:
+            handed.update(batch.keys())
+            result.update(batch)
+
+        assert reads.rows_read >= steps  # the scan it looked at is the stream's
+        assert [row for row, times in handed.items() if times > 1] == []
+        assert result == {(f"k{i}", i): 1 for i in range(ELEMENTS)}  # at its as_of
+    finally:
+        if stream is not None:
+            stream.close()
+        store.drop_collection(spec.name)
