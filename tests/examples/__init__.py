@@ -23,6 +23,9 @@ Options after ``run``, separated by commas:
   block's options hold for the whole.
 - ``slow``: the example starts minutes of services of its own (a replicated deployment),
   so it runs in ``make test-slow``, not in ``make test``.
+- ``session``: the start of a reader's session (the README's tour), which
+  ``tests/integration/test_second_session.py`` runs whole and goes on with (what a user
+  does next, before the block that stops it all) instead of the docs' runner.
 - ``timeout N``: it may take ``N`` seconds to end (or to get ready, with ``until``)
   instead of the runner's default.
 - ``until TEXT``: the block's last command runs until stopped (``consume``, ``tail -f``, a

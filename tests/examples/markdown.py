@@ -42,6 +42,8 @@ class Example:
         slow: whether it runs only in ``make test-slow`` (it starts a replicated
             deployment, minutes of its own).
         timeout_s: its time to end (or get ready), ``None`` for the runner's default.
+        session: whether it is the start of a reader's session that a test goes on with
+            (``tests/integration/test_second_session.py``), which runs it instead.
     """
 
     path: str
@@ -52,6 +54,7 @@ class Example:
     until: str | None = None
     slow: bool = False
     timeout_s: float | None = None
+    session: bool = False
 
     @property
     def location(self) -> str:
@@ -69,6 +72,7 @@ class Marking:
     until: str | None = None
     slow: bool = False
     timeout_s: float | None = None
+    session: bool = False
 
 
 def fences(text: str) -> list[Fence]:
@@ -131,6 +135,8 @@ def parse_marking(text: str) -> Marking:
             marking = dataclasses.replace(marking, continues=True)
         elif option == "slow":
             marking = dataclasses.replace(marking, slow=True)
+        elif option == "session":
+            marking = dataclasses.replace(marking, session=True)
         elif option.startswith("until ") and option[6:].strip():
             marking = dataclasses.replace(marking, until=option[6:].strip().strip('"'))
         elif option.startswith("timeout ") and option[8:].strip().isdigit():
@@ -179,6 +185,7 @@ def _add(found: list[Example], path: str, fence: Fence, marking: Marking) -> str
         marking.until,
         marking.slow,
         marking.timeout_s,
+        marking.session,
     )
     if not marking.continues:
         found.append(example)

@@ -23,7 +23,9 @@ from tests.examples.markdown import Example
 from tests.examples.pages import ROOT, documented
 from tests.examples.runner import problems, run
 
-EXAMPLES, _ = documented()  # the markings are checked by tests/unit/test_doc_examples.py
+# The markings are checked by tests/unit/test_doc_examples.py; the README's tour is the
+# start of tests/integration/test_second_session.py, which runs it.
+EXAMPLES = [example for example in documented()[0] if not example.session]
 BIN = ROOT / ".venv" / "bin"
 # Spark's start on two busy cores takes most of it; a command of the docs takes seconds.
 TIMEOUT_S = 120.0
