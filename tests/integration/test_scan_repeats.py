@@ -12,19 +12,27 @@ again the elements of its buckets already passed.
 from __future__ import annotations
 
 import collections
+import io
 import itertools
+import json
 from collections.abc import Iterable
 
+import pyarrow as pa
+import pytest
 import redis as redis_lib
+import requests
 
+from collection_manager import devservices
 from collection_manager.core.filters import in_, not_
 from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.core.stepped_read import ScanStep
 from collection_manager.storage.client import as_text
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.step_reads import ReadPart, RedisStepReads
 from collection_manager.storage.store import RedisStore
 from collection_manager.storage.streamed import stream_rows
+from tests.integration.http_service import served
 
 ELEMENTS = 120_000  # past 2**16: the table grows to 2**17 buckets, short of growing again
 TABLE_BITS = 17
@@ -35,16 +43,16 @@ SCHEMA = {
 }
 
 
-def _place(cursor: int) -> int:
-    """The cursor's bucket in the order the scan visits the 2**17 buckets."""
-    return int(f"{cursor:0{TABLE_BITS}b}"[::-1], 2)
+def _place(cursor: int, bits: int) -> int:
+    """The cursor's bucket in the order the scan visits a table's ``2**bits`` buckets."""
+    return int(f"{cursor:0{bits}b}"[::-1], 2)
 
 
-def _deep_in_a_group(cursor: int, left: int) -> bool:
+def _deep_in_a_group(cursor: int, left: int, bits: int = TABLE_BITS) -> bool:
     """Whether ``cursor`` stands 16 buckets or more into a group of the buckets that a
     table shrunk for ``left`` elements merges into one of its own."""
-    group = 1 << (TABLE_BITS - max(2, (left - 1).bit_length()))
-    return _place(cursor) % group >= 16
+    group = 1 << (bits - max(2, (left - 1).bit_length()))
+    return _place(cursor, bits) % group >= 16
 
 
 def _lookups(client: redis_lib.Redis, key: str, times: int) -> None:
@@ -151,3 +159,84 @@ def test_a_streamed_read_through_a_shrink_hands_on_each_row_once(
         if stream is not None:
             stream.close()
         store.drop_collection(spec.name)
+
+
+HTTP_ROWS = 300_000
+HTTP_TABLE_BITS = 19  # 300,000 elements grow the table to 2**19 buckets
+NDJSON = "application/x-ndjson"
+ARROW = "application/vnd.apache.arrow.stream"
+
+
+def _delete_most_between_steps(
+    monkeypatch: pytest.MonkeyPatch,
+    client: redis_lib.Redis,
+    store: RedisStore,
+    spec: CollectionSpec,
+) -> list[int]:
+    """Once a read's scan stands deep in a group (``_deep_in_a_group``), a delete takes
+    every row but those of the step before, under a hundredth of them (all of it applied,
+    the rehash ended, then one more delete, so the table is as small as it gets)."""
+    scan = RedisStepReads.scan
+    offsets = itertools.count(HTTP_ROWS + 1)  # after the loading appends' offsets
+    last: list[ScanStep[Row]] = []
+
+    def deleting(self: RedisStepReads, cursor: object | None) -> ScanStep[Row]:
+        if cursor is not None and last and not deleted:
+            at = int(str(cursor[1]))  # type: ignore[index]
+            if _deep_in_a_group(at, len(last[-1].rows), HTTP_TABLE_BITS):
+                deleted.append(at)
+                kept = in_("k", [row[0] for row in last[-1].rows])
+                store.apply_requests("t", 0, [(next(offsets), Delete(spec.name, not_(kept)))])
+                store.finish_deletes()
+                contents = CollectionKeys(spec.name).contents
+                _lookups(client, contents, 1 << HTTP_TABLE_BITS)
+                for diff in (1, -1):
+                    extra = Append(spec.name, "w", 1, ((("extra", -1), diff),), 0)
+                    store.apply_requests("t", 0, [(next(offsets), extra)])
+        step = scan(self, cursor)
+        last[:] = [step]
+        return step
+
+    deleted: list[int] = []
+    monkeypatch.setattr(RedisStepReads, "scan", deleting)
+    return deleted
+
+
+@pytest.mark.parametrize("media_type", [NDJSON, ARROW])
+def test_an_http_stream_through_a_delete_of_most_rows_hands_on_each_row_once(
+    endpoints: devservices.Endpoints,
+    redis: redis_lib.Redis,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    media_type: str,
+) -> None:
+    spec = CollectionSpec(f"http-shrinking-{unique}", SCHEMA, ())
+    store = RedisStore(redis, delete_step_rows=20_000)
+    store.create_collection(spec)
+    try:
+        for start in range(0, HTTP_ROWS, 10_000):
+            updates = tuple(((f"k{i}", i), 1) for i in range(start, start + 10_000))
+            store.apply_requests("t", 0, [(start + 1, Append(spec.name, "w", 1, updates, 0))])
+        _lookups(redis, CollectionKeys(spec.name).contents, 1 << HTTP_TABLE_BITS)
+        deleted = _delete_most_between_steps(monkeypatch, redis, store, spec)
+        with served(endpoints.redis_url) as service:
+            url = f"{service.url}/api/v1/collections/{spec.name}/rows"
+            answer = requests.get(url, headers={"Accept": media_type}, timeout=600)
+        assert answer.status_code == 200, answer.text[:2000]
+        rows = _answered_rows(answer, media_type)
+
+        assert deleted  # the delete came between two steps of the read
+        assert redis.hlen(CollectionKeys(spec.name).contents) < HTTP_ROWS // 100
+        counted = collections.Counter(row for row, _ in rows)
+        assert [row for row, times in counted.items() if times > 1] == []
+        assert dict(rows) == {(f"k{i}", i): 1 for i in range(HTTP_ROWS)}
+    finally:
+        store.drop_collection(spec.name)
+
+
+def _answered_rows(answer: requests.Response, media_type: str) -> list[tuple[Row, int]]:
+    if media_type == NDJSON:
+        lines = [json.loads(line) for line in answer.text.splitlines()[1:]]
+        return [((r["row"]["k"], r["row"]["n"]), r["count"]) for r in lines]
+    table = pa.ipc.open_stream(io.BytesIO(answer.content)).read_all().to_pylist()
+    return [((r["k"], r["n"]), r["count"]) for r in table]
