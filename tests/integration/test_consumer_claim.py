@@ -27,6 +27,10 @@ from schemas.introspection import introspection_spec
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.support import assert_eventually
 
+# In make test-slow, not make test: two consumers of their own each, about 30 s each; in
+# make test, the second session (test_second_session.py) meets a second consumer refused.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def spec(redis: redis_lib.Redis, unique: str) -> Iterator[CollectionSpec]:

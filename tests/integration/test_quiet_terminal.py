@@ -22,6 +22,10 @@ from tests.integration.consumer_process import consumer_env, kill, start_consume
 from tests.integration.own_services import OwnService
 from tests.support import assert_eventually
 
+# In make test-slow, not make test: consumers, agents and faults of their own, about 50 s
+# each; in make test, the second session (test_second_session.py) checks a quiet start.
+pytestmark = pytest.mark.slow
+
 # What a user must not see at the default verbosity.
 NOISE = re.compile(r"WARN|Traceback|^\s+at (org|java)\.|Exception", re.MULTILINE)
 READY = "consumer running:"
