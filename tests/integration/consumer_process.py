@@ -8,6 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from collection_manager.core.requests import Append
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
+from collection_manager.storage.store import RedisStore
+from schemas.codec import encode_request
+from tests.support import assert_eventually
+
 
 def consumer_env(kafka: str, redis_url: str, topic: str, tmp_path: Path) -> dict[str, str]:
     """The environment of a ``collection-manager consumer run`` process for this test."""
@@ -71,3 +77,26 @@ def run_cli(argv: list[str], timeout: float = 120, **env: str) -> subprocess.Com
         text=True,
         timeout=timeout,
     )
+
+
+def applies_one_row(
+    consumer: subprocess.Popen[bytes],
+    log: Path,
+    kafka: str,
+    topic: str,
+    store: RedisStore,
+    name: str,
+) -> None:
+    """Produces one append of one row of collection ``name`` to ``topic`` and waits until
+    ``consumer`` applied it, running all along."""
+    producer = KafkaProducer(ProducerConfig(kafka))
+    row = ("r1", "e1", 3)
+    append = Append(name, "r1", 1, ((row, 1),), produced_at=0)
+    producer.produce(topic, name.encode(), encode_request(append))
+    producer.close()
+
+    def applied() -> None:
+        assert consumer.poll() is None, log.read_text()[-3000:]
+        assert store.snapshot(name).rows == {row: 1}
+
+    assert_eventually(applied, timeout=120, interval=0.1)

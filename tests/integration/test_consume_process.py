@@ -13,13 +13,10 @@ import pytest
 import redis as redis_lib
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
-from tests.integration.consumer_process import consumer_env, kill, start_consumer
+from tests.integration.consumer_process import applies_one_row, consumer_env, kill, start_consumer
 from tests.support import assert_eventually
 
 
@@ -56,18 +53,7 @@ def test_consume_waits_for_its_topic_and_leaves_no_file_behind(
         assert_eventually(waiting, timeout=60)
         admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
         created = time.monotonic()
-        producer = KafkaProducer(ProducerConfig(kafka))
-        row = ("r1", "e1", 3)
-        append = Append(spec.name, "r1", 1, ((row, 1),), produced_at=0)
-        producer.produce(topic, spec.name.encode(), encode_request(append))
-        producer.close()
-        store = RedisStore(redis)
-
-        def applied() -> None:
-            assert consumer.poll() is None, log.read_text()[-3000:]
-            assert store.snapshot(spec.name).rows == {row: 1}
-
-        assert_eventually(applied, timeout=120, interval=0.1)
+        applies_one_row(consumer, log, kafka, topic, RedisStore(redis), spec.name)
         # How long after the topic appeared it applied (printed for the record).
         print(f"applied {time.monotonic() - created:.1f} s after the topic was created")
         consumer.send_signal(signal.SIGTERM)

@@ -17,14 +17,11 @@ from typing import Any
 import pytest
 import redis as redis_lib
 
-from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.heartbeats import CONSUMER, alive_key
 from collection_manager.storage.store import RedisStore
-from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
-from tests.integration.consumer_process import consumer_env, kill, start_consumer
+from tests.integration.consumer_process import applies_one_row, consumer_env, kill, start_consumer
 from tests.support import assert_eventually
 
 # In make test-slow, not make test: two consumers of their own each, about 30 s each; in
@@ -109,18 +106,7 @@ def test_a_consumer_started_after_one_was_killed_takes_over_at_once_and_applies(
         assert holder_pid(redis, topic) == first.pid
         log = tmp_path / "second.log"
         second = start_consumer(env, log)
-        producer = KafkaProducer(ProducerConfig(kafka))
-        row = ("r1", "e1", 3)
-        append = Append(spec.name, "r1", 1, ((row, 1),), produced_at=0)
-        producer.produce(topic, spec.name.encode(), encode_request(append))
-        producer.close()
-        store = RedisStore(redis)
-
-        def applied() -> None:
-            assert second.poll() is None, log.read_text()[-3000:]
-            assert store.snapshot(spec.name).rows == {row: 1}
-
-        assert_eventually(applied, timeout=120, interval=0.1)
+        applies_one_row(second, log, kafka, topic, RedisStore(redis), spec.name)
         assert holder_pid(redis, topic) == second.pid
         text = log.read_text()
         assert f"took over the claim on topic {topic} of a consumer that no longer runs" in text

@@ -114,23 +114,13 @@ def _read_one(kafka: str, topic: str) -> None:
         reader.close()
 
 
-@pytest.fixture
-def own_redis(own_service: Callable[[str], OwnService]) -> OwnService:
-    return own_service("redis")
-
-
-@pytest.fixture
-def own_kafka(own_service: Callable[[str], OwnService]) -> OwnService:
-    return own_service("kafka")
-
-
 def test_an_outage_is_one_line_when_it_begins_and_one_when_it_ends(
-    own_kafka: OwnService,
-    own_redis: OwnService,
+    own_service: Callable[[str], OwnService],
     unique: str,
     tmp_path: Path,
     processes: list[subprocess.Popen[bytes]],
 ) -> None:
+    own_kafka, own_redis = own_service("kafka"), own_service("redis")
     env = _env(own_kafka.address, own_redis.address, unique, tmp_path)
     env["CM_CREATE_TOPIC"] = "true"
     consumer_log, agent_log = tmp_path / "consumer.log", tmp_path / "agent.log"
