@@ -2,7 +2,7 @@
 #   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
 #   make test   - the same set-up, then ruff, mypy, the import-layer contract, the docs site
 #                 (make docs) and pytest:
-#                 everything on local processes (two xdist workers), then the tests marked
+#                 everything on local processes (three xdist workers), then the tests marked
 #                 `containers` (the pipeline, a fault, the agents) on the project's images
 #                 (CM_TEST_SERVICES=containers; skipped where no engine can run); the tests
 #                 marked `slow` are left out (make test-slow)
@@ -60,12 +60,13 @@ test: setup lint docs
 # Every test on local processes but those marked `containers`, which test-images runs on
 # the images (with CM_TEST_CONTAINERS=off, which skips those, they run here instead), and
 # those marked `slow` (test-slow).
-# Files go to the two xdist workers whole (--dist loadfile), so a module's fixtures start
-# once.
+# Files go to the xdist workers whole (--dist loadfile), so a module's fixtures start
+# once. The processes pass takes three on two cores: its tests mostly wait on services
+# (Spark's start, a restart, a lease), and with two the cores were busy 40% of the time.
 XDIST := -n 2 --dist loadfile --durations=15
 ON_PROCESSES := -m "$(if $(filter off,$(CM_TEST_CONTAINERS)),,not containers and )not slow"
 test-processes: setup
-	$(BIN)/pytest $(XDIST) $(ON_PROCESSES)
+	$(BIN)/pytest $(XDIST) -n 3 $(ON_PROCESSES)
 
 # The tests marked `slow` (minutes each, on services of their own: the rolling restart
 # of three brokers, the two-minute chaos run), left out of make test to keep it under 15

@@ -31,6 +31,7 @@ from tests.support import assert_eventually
 KILLS = 5
 
 
+@pytest.mark.slow  # two to three minutes of SIGKILLs and restarts: make test-slow
 def test_sigkilled_consumer_loses_nothing_and_applies_nothing_twice(
     kafka: str,
     endpoints: Any,

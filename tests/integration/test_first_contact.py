@@ -83,6 +83,9 @@ def _rows_of_r1(session: UserSession) -> list[dict[str, object]]:
     return rows["rows"]
 
 
+# Two minutes on a loaded run: make test-slow. In make test, the second session
+# (test_second_session.py) starts from an empty state directory too.
+@pytest.mark.slow
 def test_a_first_session_from_an_empty_state_directory(session: UserSession) -> None:
     assert "started: kafka, redis" in _ok(session, f"{CM} infra up")
     # As the README's tour lists them: the consumer, then the agents, without waiting between
