@@ -163,6 +163,13 @@ CLAIM_TAKEOVERS = Counter(
     ["topic"],
     registry=REGISTRY,
 )
+REPLICA_REFUSALS = Counter(
+    "cm_consumer_replica_refusals",
+    "Batches whose progress was not recorded because fewer replicas than "
+    "CM_REDIS_REPLICA_ACKS confirmed their writes in time (retried as an outage).",
+    ["topic"],
+    registry=REGISTRY,
+)
 UNPUBLISHED = Gauge(
     "cm_consumer_dead_letters_unpublished",
     "Dead letters that could not be published to the dead-letter topic, recorded in Redis "
@@ -229,6 +236,7 @@ class ConsumerObservability:
             TIMER_RETRACTIONS,
             OUTAGE_RETRIES,
             CLAIM_TAKEOVERS,
+            REPLICA_REFUSALS,
         ):
             metric.labels(topic)  # shown as 0 from the start, so rate() sees the first one
         OUTAGE.labels(topic).set(0)
@@ -277,6 +285,9 @@ class ConsumerObservability:
 
     def claim_taken_over(self) -> None:
         CLAIM_TAKEOVERS.labels(self.topic).inc()
+
+    def replicas_refused(self) -> None:
+        REPLICA_REFUSALS.labels(self.topic).inc()
 
     def progress(self, read: Mapping[str, int]) -> None:
         """The query reported progress (a batch, or an idle trigger) having read ``read``."""

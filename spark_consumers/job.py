@@ -20,6 +20,7 @@ from collection_manager.config.errors import ConfigError
 from collection_manager.kafka import security
 from collection_manager.kafka.topics import admin_client
 from collection_manager.storage.client import redis_client
+from collection_manager.storage.replication import ReplicasBehindError
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
 from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
@@ -87,6 +88,7 @@ def start_consumer(
     *,
     replica_namespace: str,
     batch_done: Callable[[BatchMetrics, float], None] | None = None,
+    replicas_refused: Callable[[], None] | None = None,
 ) -> StreamingQuery:
     """Starts the consumer where Redis's progress says (``spark_consumers/startup.py``).
 
@@ -96,6 +98,8 @@ def start_consumer(
     Args:
         replica_namespace: the controller's key namespace (``ReplicaConfig``), whose epoch
             counters decide which epochs are real (docs/concepts/epochs-and-fences.md).
+        replicas_refused: told of each batch whose progress the replicas' barrier refused
+            (``storage/replication.py``); the batch is logged in one line too.
         batch_done: told of each batch's metrics and its time on the driver (seconds).
 
     Raises:
@@ -159,7 +163,15 @@ def start_consumer(
             driver.check()
         with timer.step("collect"):
             rows: list[Any] = summaries.collect()  # runs the apply on the executors
-        driver.advance(rows, timer)
+        try:
+            driver.advance(rows, timer)
+        except ReplicasBehindError as exc:
+            # One line per refused batch, saying why progress stands still (the query
+            # fails, and is started again as in an outage, whose line was said once).
+            logger.warning("batch %d not recorded as done: %s", batch_id, exc)
+            if replicas_refused is not None:
+                replicas_refused()
+            raise
         metrics = BatchMetrics.of(batch_id, rows)
         with timer.step("record"):
             record_batch(redis_url, config.topic, metrics)

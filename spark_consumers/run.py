@@ -261,6 +261,7 @@ def run_consumer(
                     endpoints.redis_url,
                     replica_namespace=replica_namespace,
                     batch_done=_batch_done(observed, group),
+                    replicas_refused=observed.replicas_refused,
                 )
                 logger.info(
                     "consuming %s from %s into %s",
