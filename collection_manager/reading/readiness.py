@@ -31,8 +31,10 @@ from collection_manager.control.status import ReplicaStatus
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.kafka.lag import end_offsets
 from collection_manager.reading.replicas import read_replicas
-from collection_manager.reading.status import read_offsets_of, read_status
+from collection_manager.reading.status import consumer_summary, read_offsets_of
+from collection_manager.storage.client import as_text
 from collection_manager.storage.heartbeats import CONSUMER, read_liveness
+from collection_manager.storage.keys import consumer_key
 
 POLL_S = 0.5
 
@@ -97,9 +99,14 @@ class _Wait:
             return f"Kafka to answer ({exc})"
 
     def _waiting_for(self) -> str | None:
-        report = read_status(self.client, self.kafka_bootstrap, self.topic, self.namespace)
-        started = (read_liveness(self.client, CONSUMER, self.topic).last or {}).get("started_ms")
-        reason = consumer_waiting(report.consumer, started) or replicas_waiting(
+        # The consumer's record and heartbeat only: status's lag and collections decide
+        # nothing here, and are not read at every poll.
+        key = consumer_key(self.topic)
+        raw = {as_text(k): as_text(v) for k, v in self.client.hgetall(key).items()}
+        liveness = read_liveness(self.client, CONSUMER, self.topic)
+        consumer = consumer_summary(raw, topic=self.topic, liveness=liveness)
+        started = (liveness.last or {}).get("started_ms")
+        reason = consumer_waiting(consumer, started) or replicas_waiting(
             read_replicas(self.client, self.namespace)
         )
         if reason is not None:
@@ -108,7 +115,7 @@ class _Wait:
             if not self.kafka_bootstrap:
                 return None  # no Kafka to ask: the processes running is all that is known
             self.target = end_offsets(self.kafka_bootstrap, self.topic)
-        return offsets_waiting(read_offsets_of(report.raw), self.target)
+        return offsets_waiting(read_offsets_of(raw), self.target)
 
 
 def wait_until_ready(

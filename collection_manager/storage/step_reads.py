@@ -205,8 +205,6 @@ def scan_spans(
     again_from = revisit_start(cursor, probe)
     start = (key, position(cursor) if again_from is None else again_from)
     end = _DONE if following[0] == 0 else (following[0], position(following[1]))
-    if following[0] == key and following[1] == 0:
-        end = (key + 1, 0)  # the key's end
     again = None if again_from is None else Span(start, (key, position(cursor)))
     return Span(start, end), again
 

@@ -38,17 +38,21 @@ fi
 # while it runs.
 EMBEDDED = """\
 python - <<'EOF'
-import json, subprocess
+import json, subprocess, time
 from producers.embedded import EmbeddedReplica
 from producers.sources.plugin import SourceCollection, field
 
 columns = (field("query", "string"), field("p99_ms", "double"))
 with EmbeddedReplica("replica-7", [SourceCollection("query_latency", columns)]) as replica:
     replica.set_rows("query_latency", [("q1", 12.5), ("q2", 3.0)])
-    subprocess.run(["collection-manager", "status", "--wait"], check=True, capture_output=True)
     query = ["collection-manager", "collections", "query", "query_latency", "--format", "json"]
-    answer = json.loads(subprocess.run(query, check=True, capture_output=True).stdout)
-    rows = sorted((r["row"]["query"], r["row"]["p99_ms"]) for r in answer["rows"])
+    for _ in range(60):  # the rows go out at the agent's next step: status --wait, again
+        subprocess.run(["collection-manager", "status", "--wait"], check=True, capture_output=True)
+        answer = json.loads(subprocess.run(query, check=True, capture_output=True).stdout)
+        rows = sorted((r["row"]["query"], r["row"]["p99_ms"]) for r in answer["rows"])
+        if rows:
+            break
+        time.sleep(0.5)
     print("embedded rows:", rows)
 EOF
 """
