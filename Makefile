@@ -1,7 +1,8 @@
 # Two commands do all set-up from a fresh clone:
 #   make demo   - venv, install, `collection-manager setup` (jars, redis-server), then the main job
-#   make test   - the same set-up, then ruff, mypy, the import-layer contract, the docs site
-#                 (make docs) and pytest:
+#   make test   - the same set-up and the tests' own (tests/setup.py: prometheus, chromium),
+#                 then ruff, mypy, the import-layer contract, the docs site (make docs) and
+#                 pytest:
 #                 everything on local processes (three xdist workers), then the tests marked
 #                 `containers` (the pipeline, a fault, the agents) on the project's images
 #                 (CM_TEST_SERVICES=containers; skipped where no engine can run); the tests
@@ -11,22 +12,32 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: release setup demo test test-processes test-images test-slow test-containers soak lint docs unit bench infra-up infra-down infra-status clean distclean
+.PHONY: release setup test-setup demo test test-processes test-images test-slow test-containers soak lint docs unit bench infra-up infra-down infra-status clean distclean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is needed (set PYTHON=...)")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-compile -e '.[dev]'
+	@# Compiled here once, on every core: where PYTHONDONTWRITEBYTECODE is set, Python never
+	@# writes what it compiles, so each process (a command, a consumer, each Python worker of
+	@# Spark's) compiled pyspark, pandas and pyarrow again, and a Spark worker has a fixed
+	@# 10 s to connect back.
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib collection_manager producers spark_consumers schemas > /dev/null
 	@touch $(STAMP)
 
 # Idempotent: resolves jars and installs redis-server only when they are missing.
 setup: $(STAMP)
 	$(BIN)/collection-manager setup
 
+# What only the tests use (a browser, Prometheus): tests/setup.py, idempotent as setup is.
+test-setup: setup
+	$(BIN)/python -m tests.setup
+
 demo: setup
 	$(BIN)/collection-manager demo
 
-# Every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md and its plots.
+# Every benchmark, then docs/benchmarks.md and its plots: about 35 minutes on 2 cores (an
+# estimate: 19 before the buckets, HTTP reads, sink and curves benchmarks; bench/all.py).
 bench: setup
 	$(BIN)/collection-manager bench run
 
@@ -53,7 +64,7 @@ unit: $(STAMP)
 
 # The passes one after the other: run at once, they took as long (15m28s against 15m18s
 # here: the two cores are busy either way) and printed nothing until each ended.
-test: setup lint docs
+test: test-setup lint docs
 	@$(MAKE) --no-print-directory test-processes
 	@$(MAKE) --no-print-directory test-images
 
@@ -65,30 +76,30 @@ test: setup lint docs
 # (Spark's start, a restart, a lease), and with two the cores were busy 40% of the time.
 XDIST := -n 2 --dist loadfile --durations=15
 ON_PROCESSES := -m "$(if $(filter off,$(CM_TEST_CONTAINERS)),,not containers and )not slow"
-test-processes: setup
+test-processes: test-setup
 	$(BIN)/pytest $(XDIST) -n 3 $(ON_PROCESSES)
 
 # The tests marked `slow` (minutes each, on services of their own: the rolling restart
 # of three brokers, the two-minute chaos run), left out of make test to keep it under 15
 # minutes; .ci/run runs them after make test.
-test-slow: setup
+test-slow: test-setup
 	$(BIN)/pytest $(XDIST) -m slow
 
 # The chaos run for SECONDS seconds of faults (tests/integration/chaos_run.py: the
 # replicated deployment under load, a seeded nemesis; CM_CHAOS_SEED=N repeats a schedule).
 # Prints the seed, the faults survived by kind and the mismatches; exit 1 unless none.
 SECONDS ?= 600
-soak: setup
+soak: test-setup
 	$(BIN)/python -m tests.integration.chaos_run --seconds $(SECONDS)
 
 # The tests marked `containers` with Kafka and Redis as testcontainers of the project's
 # images: the images run the pipeline, a fault and the agents.
-test-images: setup
+test-images: test-setup
 	CM_TEST_SERVICES=containers $(BIN)/pytest $(XDIST) -m containers tests/integration
 
 # The whole integration suite on the project's images (not part of make test: about
 # 25 minutes; the compose test already runs on them in make test).
-test-containers: setup
+test-containers: test-setup
 	CM_TEST_SERVICES=containers $(BIN)/pytest $(XDIST) tests/integration --ignore=tests/integration/test_compose.py
 
 infra-up infra-down infra-status: setup

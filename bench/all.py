@@ -1,10 +1,11 @@
 """Every benchmark, one process each, then ``<out>/benchmarks.md`` and its plots.
 
-The full scale fits a 2-core machine in under 20 minutes; ``--quick`` is a smoke run of a
-few minutes whose figures mean nothing. Kafka and Redis are started once (or reused) for
-all benchmarks and stopped after if this run started them. The collected results go to
-``--results`` (JSON), from which ``--from-results`` renders the report again without
-running anything. Run: ``.venv/bin/python -m bench.all [--quick] [--out docs]``.
+The full scale takes about 35 minutes on a 2-core machine (an estimate: see ``PLAN``);
+``--quick`` is a smoke run of a few minutes whose figures mean nothing. Kafka and Redis
+are started once (or reused) for all benchmarks and stopped after if this run started
+them. The collected results go to ``--results`` (JSON), from which ``--from-results``
+renders the report again without running anything.
+Run: ``.venv/bin/python -m bench.all [--quick] [--out docs]``.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ QUICK_LOAD = ("--duration=3", "--updates=100", "--keys=500")  # the Spark benchm
 
 # Pure and Redis-only benchmarks first; those that start Spark last. The full scale took
 # about 18 minutes on 2 cores, under the 20-minute budget (issues 19 and 32), before the
-# buckets benchmark added about 4 (issue 41): capacity about 6, buckets about 4, reader
-# latency and row scale (each to ten million rows) about 3 each, the batch breakdown and the
-# Spark scale curves 1 to 2 each, the rest about a minute each.
+# buckets benchmark added about 4 (issue 41), the HTTP reads about 3 and the sink 1.5
+# (issues 51, 54) and the curves about 8 (issue 52, estimated): about 35 minutes in all,
+# past the old budget, with the curves' steps already cut to 6 s. Capacity about 6, buckets
+# about 4, reader latency and row scale (each to ten million rows) about 3 each, the batch
+# breakdown and the Spark scale curves 1 to 2 each, the rest about a minute each.
 PLAN = (
     Bench("ttl_index", (), ("--keys", "200", "--steps", "120"), services=False),
     Bench(
@@ -120,6 +123,14 @@ PLAN = (
         ),
         timeout_s=900,
     ),
+    # A sink behind the plain loop: 30 s of 10,000 updates/s, then a backlog of 300,000
+    # changes published: about a minute and a half.
+    Bench(
+        "sink_publish",
+        (),
+        ("--duration=3", "--backlog=5000", "--keys=200"),
+        timeout_s=600,
+    ),
     # The plain loop, then Spark at the old and the new default trigger, 10 s of 10,000
     # updates/s each, then each idle for 6 s, in one Spark session: about 90 s.
     Bench(
@@ -143,6 +154,25 @@ PLAN = (
             "--keys=20",
         ),
         timeout_s=900,
+    ),
+    # Capacity against cores and buckets (issue 52): the consumer in a process pinned to 1
+    # core, then 2 (and every doubling up to the machine's cores on a larger one), Redis and
+    # the broker on the other core where there is one; 1, 4 and 16 buckets each climbing
+    # 2,500 to 40,000 updates/s in steps of 6 s until one passes p99 1 s (on more cores from
+    # the capacity found on fewer), a Spark session per core count. About 15 steps of 25 to
+    # 30 s on 2 cores: about 8 minutes (estimated from smoke runs; the full run will say).
+    Bench(
+        "curves",
+        (),
+        (
+            "--duration=3",
+            "--rates=1000,2000",
+            "--steps-down=1",
+            "--bucket-counts=1,4",
+            "--replicas=16",
+            "--keys=20",
+        ),
+        timeout_s=1800,
     ),
     # bench.e2e (one fixed load, both paths) is left out: capacity offers the same load at
     # rising rates. Six points of 15 to 30 s each, in one Spark session.

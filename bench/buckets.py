@@ -14,14 +14,16 @@ of ``--updates`` updates (half of its rows retracted and re-inserted one version
 ``bench.e2e``'s churn), round-robin over the replicas at ``--rate`` updates/s for
 ``--duration`` s after a seed that inserts every row (unmeasured; it warms the consumer
 up). Every request is routed as the agents route theirs (``core/routing.py``): keyed
-``<collection>#<bucket>`` and split by bucket. Every ``--probe-every``-th request also
-inserts a probe row of its replica (publish-to-visible latency, as ``bench.e2e``, the
-watcher asking about each unit's oldest pending probes only: ``ProbeWatcher``). Agents
-write requests of one bucket only (a replica's rows all lie in its bucket), and so do the
-runs of ``--bucket-counts``; those of ``--grouped-counts`` run again with every
-``--grouped-every``-th request also inserting a row of another replica: a request of two
-buckets' rows, sent as a group of two parts, which a consistent cut holds whole or not at
-all (the same collection and the same placement as the run without).
+``<collection>#<bucket>``, split by bucket and produced to its bucket's partition, assigned
+as ``collections create`` assigns them (``core/partitions.py``; ``--key-hash``: none, the
+keys' hash places the buckets, as for a collection created before assignments). Every
+``--probe-every``-th request also inserts a probe row of its replica (publish-to-visible
+latency, as ``bench.e2e``, the watcher asking about each unit's oldest pending probes only:
+``ProbeWatcher``). Agents write requests of one bucket only (a replica's rows all lie in
+its bucket), and so do the runs of ``--bucket-counts``; those of ``--grouped-counts`` run
+again with every ``--grouped-every``-th request also inserting a row of another replica: a
+request of two buckets' rows, sent as a group of two parts, which a consistent cut holds
+whole or not at all (the same collection and the same placement as the run without).
 
 Printed per bucket count: offered and applied rate (the steady window, as ``bench.e2e``),
 publish-to-visible p50/p99, CPU seconds per million updates applied, of every process
@@ -37,10 +39,12 @@ again; per cut, the most any bucket is ahead of it in times, and the longest any
 has been past it in ms: exact for a bucket the cut holds back for a group (its next time
 is a part, whose bucket records when it was applied), else an upper bound (from the last
 reading that still had the bucket at or below the cut: about the read's own time). p50/p99
-over the cuts read during the load.
+over the cuts read during the load. Each sample also times the cut read both ways, in turn
+first: as ``RedisStore.cut()`` reads it (one pipeline per primary) and as it was read before,
+one call per bucket (``bench/cut_reads.py``), the baseline, under the same load.
 
 Figures are from whatever machine runs it; on a shared 2-core machine they are noisy.
-Run: ``.venv/bin/python -m bench.buckets [--bucket-counts 1,4,16] [--duration 30]``.
+Run: ``.venv/bin/python -m bench.buckets [--bucket-counts 1,4,16,64] [--duration 30]``.
 """
 
 from __future__ import annotations
@@ -54,8 +58,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +79,7 @@ from bench.bucket_figures import (
 )
 from bench.capacity import step_figures
 from bench.common import report, services
+from bench.cut_reads import per_bucket_cut
 from bench.e2e import SEED_TIMEOUT_S, scratch_topic, summarize
 from bench.e2e_paths import (
     Phases,
@@ -89,6 +94,7 @@ from bench.e2e_workload import Churn, Message, Probe, row_of
 from collection_manager.config import ConsumerConfig, ReplicaConfig, from_env
 from collection_manager.core.buckets import bucket_of
 from collection_manager.core.cut import CutError, Part
+from collection_manager.core.partitions import assign
 from collection_manager.core.requests import Append, Update
 from collection_manager.core.routing import route_append
 from collection_manager.core.specs import CollectionSpec
@@ -102,7 +108,7 @@ from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import double_positions
 from collection_manager.storage.rows import encode_row
 from collection_manager.storage.store import RedisStore
-from producers.routing import key_for
+from producers.routing import key_for, partition_for
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
 from spark_consumers.job import start_consumer
@@ -135,12 +141,13 @@ def _messages(
 ) -> list[Message]:
     """``request`` routed as the agents route it (``core/routing.py``): one message per
     bucket part, keyed by its unit; the probe goes with the part of ``probe_unit``, where
-    its row lies."""
+    its row lies; each to its bucket's partition when assigned."""
     out = []
     for part in route_append(request, spec):
         key = key_for(part)
         holds = probe if key.decode() == probe_unit else None
-        out.append(Message(key, encode_request(part), len(part.updates), holds))
+        placed = partition_for(part, spec)
+        out.append(Message(key, encode_request(part), len(part.updates), holds, placed))
     return out
 
 
@@ -278,7 +285,8 @@ class CutSample:
     at: float  # monotonic, when the latest times were read
     trail_times: int
     trail_ms: float
-    read_ms: float  # how long RedisStore.cut() took
+    read_ms: float  # how long RedisStore.cut() took: a pipeline per primary
+    per_bucket_ms: float  # the same cut read with one call per bucket (the baseline)
     held: int  # buckets the cut held back for a group (their trail in ms is exact)
 
 
@@ -290,6 +298,7 @@ class CutSampler(threading.Thread):
         super().__init__(name="cut-sampler", daemon=True)
         self.store = RedisStore.connect(redis_url)
         self.client = redis_client(redis_url)
+        self.spec = spec
         self.collection = spec.collection
         self.time_keys = [CollectionKeys(unit.name).time for unit in spec.units()]
         self.parts_keys = [CollectionKeys(unit.name).parts for unit in spec.units()]
@@ -318,20 +327,31 @@ class CutSampler(threading.Thread):
             self.cpu_s = time.thread_time() - started
 
     def sample(self) -> None:
-        """One cut and the latest times before and after it."""
-        self.history.append(self.latest())
-        began = time.monotonic()
+        """One cut and the latest times before and after it; then (or first, every other
+        sample) the same read with one call per bucket, timed alone."""
+        baseline_first = len(self.samples) % 2 == 1
         try:
+            per_bucket_ms = self.per_bucket_ms() if baseline_first else math.nan
+            self.history.append(self.latest())
+            began = time.monotonic()
             cut = self.store.cut(self.collection)
+            read_ms = (time.monotonic() - began) * 1000
+            at, latest = self.latest()
+            if not baseline_first:
+                per_bucket_ms = self.per_bucket_ms()
         except CutError as exc:
             self.errors.append(str(exc))
             return
-        read_ms = (time.monotonic() - began) * 1000
-        at, latest = self.latest()
         self.history.append((at, latest))
         known = self.passed_ms(cut.times, latest)
         times, ms = cut_trail(self.history, cut.times, latest, at, known)
-        self.samples.append(CutSample(at, times, ms, read_ms, len(known)))
+        self.samples.append(CutSample(at, times, ms, read_ms, per_bucket_ms, len(known)))
+
+    def per_bucket_ms(self) -> float:
+        """How long the cut takes read with one call per bucket (``bench/cut_reads.py``)."""
+        began = time.monotonic()
+        per_bucket_cut(self.client, self.spec)
+        return (time.monotonic() - began) * 1000
 
     def passed_ms(self, cut: Sequence[int], latest: Sequence[int]) -> dict[int, float]:
         """Per bucket ahead of the cut whose next time is a part of a group (the cut holds
@@ -364,6 +384,7 @@ def cut_figures(sampler: CutSampler, start: float, end: float) -> dict[str, Any]
         ("trail_times", [float(s.trail_times) for s in inside]),
         ("trail_ms", [s.trail_ms for s in inside]),
         ("read_ms", [s.read_ms for s in inside]),
+        ("per_bucket_ms", [s.per_bucket_ms for s in inside]),
     ):
         figures[f"{name}_p50"] = quantile(values, 50)
         figures[f"{name}_p99"] = quantile(values, 99)
@@ -501,24 +522,30 @@ def measure(
     }
 
 
+# A consumer on a topic while inside: its phase totals through the returned call.
+Consume = Callable[[str], AbstractContextManager[Phases]]
+
+
 def run_count(
     buckets: int,
     grouped_every: int,
-    spark: SparkSession,
+    consume: Consume,
     endpoints: Endpoints,
     cluster: LocalRedisCluster,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     """One bucket count (and share of grouped requests) on a fresh topic and a fresh
-    collection, both removed after."""
+    collection, both removed after, applied by ``consume``'s consumer."""
     name = f"{args.schema}-buckets-{buckets}"  # fixed: the same placement in every run
     spec = dataclasses.replace(introspection_spec(args.schema), name=name, buckets=buckets)
+    if buckets > 1 and not args.key_hash:  # as `collections create` assigns them
+        spec = dataclasses.replace(spec, partitioning=assign(name, buckets, args.partitions, "t"))
     topic = f"bench-buckets-{buckets}-{uuid.uuid4().hex[:8]}"
     store = RedisStore.connect(endpoints.redis_url, load_functions=True)
     with scratch_topic(endpoints, topic, args.partitions):
         store.create_collection(spec)
         try:
-            with supervised_consumer(spark, endpoints, topic, args.trigger_ms) as consumer:
+            with consume(topic) as consumer:
                 return measure(spec, endpoints, cluster, topic, consumer, args, grouped_every)
         finally:
             store.drop_collection(spec.name)
@@ -541,10 +568,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             on_cluster = dataclasses.replace(endpoints, redis_url=cluster.url)
             spark = bench_session(args.master, "bench-buckets")
+
+            def consume(topic: str) -> AbstractContextManager[Phases]:
+                return supervised_consumer(spark, on_cluster, topic, args.trigger_ms)
+
             try:
                 for count, grouped_every in plan:
                     configs.append(
-                        run_count(count, grouped_every, spark, on_cluster, cluster, args)
+                        run_count(count, grouped_every, consume, on_cluster, cluster, args)
                     )
             finally:
                 spark.stop()
@@ -581,13 +612,14 @@ def _row(c: dict[str, Any]) -> list[Any]:
         f"{cut['trail_times_p50']:.0f} / {cut['trail_times_p99']:.0f}",
         f"{cut['trail_ms_p50']:.1f} / {cut['trail_ms_p99']:.1f}",
         f"{cut['read_ms_p50']:.1f} / {cut['read_ms_p99']:.1f}",
+        f"{cut['per_bucket_ms_p50']:.1f} / {cut['per_bucket_ms_p99']:.1f}",
     ]
 
 
 COLUMNS = [
     "collection", "offered/s", "applied/s", "p50 ms", "p99 ms", "CPU s/M", "commands per primary",
     "busiest/even", "FCALL ms busiest/even", "buckets per primary", "cut behind (times) p50/p99",
-    "cut behind ms p50/p99", "cut read ms p50/p99",
+    "cut behind ms p50/p99", "cut read ms p50/p99", "one call per bucket ms p50/p99",
 ]  # fmt: skip
 
 
@@ -610,7 +642,10 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
             f"{min(c['requests_per_bucket']):,} to {max(c['requests_per_bucket']):,}; "
             f"{cut['samples']} cuts read ({cut['at_latest']} at every bucket's latest, "
             f"{cut['held_back']} holding a bucket back for a group, {cut['errors']} refused), "
-            f"the sampler's CPU {cut['sampler_cpu_s']:.1f} s; "
+            f"the sampler's CPU {cut['sampler_cpu_s']:.1f} s; cut read p50/p99 "
+            f"{cut['read_ms_p50']:.2f}/{cut['read_ms_p99']:.2f} ms pipelined, "
+            f"{cut['per_bucket_ms_p50']:.2f}/{cut['per_bucket_ms_p99']:.2f} ms one call per "
+            "bucket; "
             f"{c['unseen_probes']} probes unseen; drained {c['drain_s']:.1f} s after the "
             "last send"
         )
@@ -619,23 +654,12 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
 def parser() -> argparse.ArgumentParser:
     """The bucket counts, the cluster, and the load's shape."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bucket-counts", default="1,4,16", help="1 (the baseline) is added")
+    parser.add_argument("--bucket-counts", default="1,4,16,64", help="1 (the baseline) is added")
     parser.add_argument(
-        "--rate",
-        type=float,
-        default=10_000,
-        help="offered updates/s (as capacity's first step: a load a shared 2-core machine "
-        "sustains)",
-    )
-    parser.add_argument("--duration", type=float, default=30, help="seconds of load per count")
-    parser.add_argument("--updates", type=int, default=100, help="updates per request (even)")
-    parser.add_argument("--replicas", type=int, default=256, help="simulated replicas")
-    parser.add_argument("--keys", type=int, default=100, help="rows per replica")
-    parser.add_argument(
-        "--probe-every",
-        type=int,
-        default=10,
-        help="requests per probe (the watcher's HEXISTS polls count among the commands)",
+        "--key-hash",
+        action="store_true",
+        help="assign the buckets no partitions: the keys' hash places them, as for a "
+        "collection created before assignments (default: assigned, as created now)",
     )
     parser.add_argument(
         "--grouped-every",
@@ -649,6 +673,32 @@ def parser() -> argparse.ArgumentParser:
         default="16",
         help="bucket counts run again with grouped requests (empty: none)",
     )
+    parser.add_argument("--master", default="local[2]", help="Spark master")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=10_000,
+        help="offered updates/s (as capacity's first step: a load a shared 2-core machine "
+        "sustains)",
+    )
+    add_load_options(parser)
+    return parser
+
+
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    """The load's shape, the cluster and the consumer's trigger (``bench.curves`` too)."""
+    parser.add_argument(
+        "--duration", type=float, default=30, help="seconds of load per count (bench.curves: step)"
+    )
+    parser.add_argument("--updates", type=int, default=100, help="updates per request (even)")
+    parser.add_argument("--replicas", type=int, default=256, help="simulated replicas")
+    parser.add_argument("--keys", type=int, default=100, help="rows per replica")
+    parser.add_argument(
+        "--probe-every",
+        type=int,
+        default=10,
+        help="requests per probe (the watcher's HEXISTS polls count among the commands)",
+    )
     parser.add_argument("--cut-every-ms", type=float, default=100, help="how often the cut is read")
     parser.add_argument("--partitions", type=int, default=16, help="of each topic")
     parser.add_argument("--masters", type=int, default=3, help="primaries of the Redis Cluster")
@@ -660,8 +710,6 @@ def parser() -> argparse.ArgumentParser:
         help="the consumer's (CM_TRIGGER_INTERVAL_MS) unless given",
     )
     parser.add_argument("--drain-timeout", type=float, default=30, help="seconds")
-    parser.add_argument("--master", default="local[2]", help="Spark master")
-    return parser
 
 
 def main() -> None:

@@ -66,8 +66,13 @@ REPEATED = ("plain", "spark")
 def step_figures(result: PathResult) -> dict[str, Any]:
     """One step's figures: e2e's (without the latency list) and CPU per million updates."""
     figures = {k: v for k, v in path_figures(result).items() if k != "latencies_ms"}
-    before = dict.fromkeys(KINDS, 0.0)
     used = {kind: result.phases.get(CPU_PREFIX + kind, 0.0) for kind in KINDS}
+    used |= {  # and the kinds only some paths have (a Spark driver process: bench/cpu.py)
+        key.removeprefix(CPU_PREFIX): seconds
+        for key, seconds in result.phases.items()
+        if key.startswith(CPU_PREFIX)
+    }
+    before = dict.fromkeys(used, 0.0)
     figures["cpu_s_per_million"] = per_million(before, used, result.updates)
     figures["updates"] = result.updates
     return figures

@@ -4,7 +4,9 @@ A kind is a set of process trees: the Kafka broker and Redis (their recorded pid
 nodes of a Redis Cluster this process started), this benchmark process (the producer, the
 watcher and, for Spark, the driver), the Spark JVMs (this process's Java children: the
 driver's, or a standalone Master and Workers with their executors), Spark's Python
-workers (the JVMs' Python descendants) and the plain loop (a Python child). A process
+workers (the JVMs' Python descendants), the plain loop (a Python child) and, apart from
+this process, a Spark driver process (a Python child that started a JVM:
+``bench/consumer_process.py``; its JVM and Python workers count as above). A process
 counts its own time and the time of the children it reaped (``cutime``/``cstime``), so
 Python workers that exited between two samples are still counted, once, by the daemon
 that reaped them.
@@ -28,6 +30,8 @@ BROKER, REDIS, BENCH, JVM, WORKERS, PLAIN = (
     "plain loop process",
 )
 KINDS = (BROKER, REDIS, BENCH, JVM, WORKERS, PLAIN)
+# Only in the totals when such a process runs, so other benchmarks' kinds stay as they were.
+DRIVER = "Spark driver process"
 SERVICES = {"kafka": BROKER, "redis": REDIS}  # the names in the services record
 
 
@@ -94,7 +98,17 @@ def classify(
                 kind = WORKERS if "python" in _program(processes[p][2]) else JVM
                 totals[kind] += processes[p][1]
         elif "python" in program:
-            totals[PLAIN] += sum(processes[p][1] for p in tree(child))
+            jvms = [p for p in tree(child) if "java" in _program(processes[p][2])]
+            if not jvms:
+                totals[PLAIN] += sum(processes[p][1] for p in tree(child))
+                continue
+            # A Spark driver process with its JVM (and the JVM's Python workers) below it.
+            inside = {p for jvm in jvms for p in tree(jvm)}
+            own = sum(processes[p][1] for p in tree(child) if p not in inside)
+            totals[DRIVER] = totals.get(DRIVER, 0.0) + own
+            for p in inside:
+                kind = WORKERS if "python" in _program(processes[p][2]) else JVM
+                totals[kind] += processes[p][1]
     return totals
 
 

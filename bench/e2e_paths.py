@@ -255,8 +255,10 @@ def publish(
     rate: float,
     watcher: Watcher | None = None,
     on_delivery: DeliveryCallback | None = None,
+    probe_sent: Callable[[Probe, float], None] | None = None,
 ) -> tuple[float, float]:
     """Sends ``messages`` on a schedule of ``rate`` requests/s; returns (start, last send).
+    Each probe's send time goes to ``watcher`` and to ``probe_sent``.
 
     A send that falls behind its slot goes at once, so the schedule is caught up with.
     """
@@ -266,7 +268,11 @@ def publish(
         if delay > 0:
             time.sleep(delay)
         last = time.monotonic()
-        producer.produce(topic, message.key, message.value, on_delivery)
+        producer.produce(
+            topic, message.key, message.value, on_delivery, partition=message.partition
+        )
         if watcher is not None and message.probe is not None:
             watcher.published.put((message.probe, last))
+        if probe_sent is not None and message.probe is not None:
+            probe_sent(message.probe, last)
     return start, last

@@ -41,6 +41,7 @@ class Message:
     value: bytes
     updates: int
     probe: Probe | None = None
+    partition: int | None = None  # its bucket's assigned partition; None: the key picks
 
 
 def _value(kind: str, n: int) -> Value:

@@ -16,10 +16,12 @@ from bench import targets
 from bench.breakdown_figures import batch_breakdown
 from bench.bucket_figures import buckets
 from bench.climbs import climbs
+from bench.curve_figures import curves
 from bench.figure import Figure, Result
 from bench.http_figures import http_reads
 from bench.reader_figures import reader_latency
 from bench.scale_figures import fleet_scale, row_scale, spark_scale
+from bench.sink_figures import sink_publish
 
 __all__ = ["EXTRACTORS", "Figure", "figures_of"]
 
@@ -477,7 +479,9 @@ EXTRACTORS: dict[str, Callable[[Result], list[Figure]]] = {
     "spark_scale": spark_scale,
     "batch_breakdown": batch_breakdown,
     "buckets": buckets,
+    "curves": curves,
     "http_reads": http_reads,
+    "sink_publish": sink_publish,
 }
 
 

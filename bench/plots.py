@@ -21,6 +21,7 @@ from matplotlib.figure import Figure as Canvas
 
 from bench import targets
 from bench.climbs import climbs
+from bench.curve_figures import model_rows
 from bench.figures import CAPACITY_LABELS, cpu_kinds
 from bench.scale_figures import fleet_scale_growth, row_scale_growth, spark_scale_growth
 
@@ -423,6 +424,45 @@ def spark_scale(result: Result, canvas: Canvas) -> None:
         _ticks_at(axes, counts)
 
 
+def curves(result: Result, canvas: Canvas) -> None:
+    """Capacity against the consumer's cores per bucket count, the model's predictions
+    dashed; and every step's p99 against its offered load."""
+    figures = result["figures"]
+    points = figures["points"]
+    predicted = {(r["cores"], r["buckets"]): r["predicted"] for r in model_rows(figures)}
+    capacity_axes, latency = canvas.subplots(1, 2)
+    for index, buckets in enumerate(sorted({p["buckets"] for p in points})):
+        line = [p for p in points if p["buckets"] == buckets]
+        color = f"C{index}"
+        cores = [p["cores"] for p in line]
+        name = f"{buckets} bucket{'s' if buckets > 1 else ''}"
+        measured = [p["capacity"] or float("nan") for p in line]  # none: below the ladder
+        capacity_axes.plot(cores, measured, marker="o", color=color, label=name)
+        modelled = [predicted.get((c, buckets), float("nan")) for c in cores]
+        capacity_axes.plot(cores, modelled, linestyle="--", color=color, label=f"{name}, model")
+        for p in line:
+            steps = sorted(p["steps"], key=lambda s: s["offered"])  # a climb may step down
+            latency.plot(
+                [s["offered"] for s in steps],
+                [s["p99_ms"] for s in steps],
+                marker="o",
+                color=color,
+                linestyle="-" if p["cores"] == 1 else ":",
+                label=f"{name}, {p['cores']} core{'s' if p['cores'] > 1 else ''}",
+            )
+    capacity_axes.set_xlabel("consumer cores (pinned)")
+    capacity_axes.set_ylabel(f"capacity, updates/s at p99 <= {figures['bound_ms']:,} ms")
+    capacity_axes.set_ylim(bottom=0)
+    _ticks_at(capacity_axes, sorted({p["cores"] for p in points}))
+    capacity_axes.legend(fontsize=7)
+    _target_line(latency, figures["bound_ms"], f"p99 {figures['bound_ms']:,} ms")
+    latency.set_yscale("log")
+    latency.set_xscale("log")
+    latency.set_xlabel("offered updates/s")
+    latency.set_ylabel("p99 publish-to-visible (ms)")
+    latency.legend(fontsize=6, ncols=2)
+
+
 DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = {
     "e2e": (e2e, (15, 4.5)),
     "store_apply": (store_apply, (7, 4.5)),
@@ -435,6 +475,7 @@ DRAW: dict[str, tuple[Callable[[Result, Canvas], None], tuple[float, float]]] = 
     "row_scale": (row_scale, (15, 4.5)),
     "fleet_scale": (fleet_scale, (15, 4.5)),
     "spark_scale": (spark_scale, (11, 4.5)),
+    "curves": (curves, (13, 4.5)),
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.breakdown_figures import breakdown_details
 from bench.bucket_figures import buckets_details
+from bench.curve_figures import curves_details
 from bench.figures import CAPACITY_LABELS, Figure, cpu_kinds, figures_of
 
 # The first line of the page: it is written whole by `make bench`, its notes from bench/notes.md.
@@ -37,6 +38,8 @@ PLOTS = {
     "against replicas, each beside its baseline (pipelined HINCRBY; the check with no replica)",
     "spark_scale": "The Spark consumer's applied rate against the topic's partitions and "
     "the number of collections, offered more than it applies, beside the usual shape",
+    "curves": "Capacity at p99 <= 1 s against the consumer's cores, per bucket count, with "
+    "the capacity model's predictions (calibrated at 1 bucket on 1 core)",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }
@@ -362,6 +365,9 @@ def render(results: Mapping[str, Any], plots: Mapping[str, str], notes: str = ""
     if benchmarks.get("buckets", {}).get("status") == "ok":
         details = buckets_details(benchmarks["buckets"])
         lines += ["### Buckets on a Redis Cluster, per bucket count", "", *details, ""]
+    if benchmarks.get("curves", {}).get("status") == "ok":
+        details = curves_details(benchmarks["curves"])
+        lines += ["### Capacity against cores and buckets, and the model", "", *details, ""]
     if benchmarks.get("reader_latency", {}).get("status") == "ok":
         details = reader_details(benchmarks["reader_latency"])
         lines += ["### Concurrent readers, per phase", "", *details, ""]

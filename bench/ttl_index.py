@@ -6,13 +6,14 @@ thirds of the run; then the fleet only shrinks). Every live replica writes every
 ``--renew-every`` steps, and what it writes lives ``--ttl-s`` seconds:
 
 - **one-to-one** (replica leases): the write is a heartbeat, ``put(replica, lease)``;
-  ours is :class:`~collection_manager.core.ttl.OneToOneTtl`, the baseline
-  :class:`~collection_manager.core.ttl.AppendOnlyTtlIndex` (an index entry per write);
+  ours is :class:`~collection_manager.core.expiry_indexes.OneToOneTtl`, the baseline
+  :class:`~collection_manager.core.expiry_indexes.AppendOnlyTtlIndex` (an index entry per write);
 - **one-to-many** (a replica's rows, each with its own TTL): the write appends
   ``--rows-per-write`` rows;
-  ours is :class:`~collection_manager.core.ttl.OneToManyTtl` (one entry per key, its minimum
-  expiry), the baseline :class:`AppendOnlyListTtl` below (an index entry per appended row,
-  and cleanup walks the key's rows for each expired entry, as before SPARK-50302).
+  ours is :class:`~collection_manager.core.expiry_indexes.OneToManyTtl` (one entry per key,
+  its minimum expiry), the baseline :class:`AppendOnlyListTtl` below (an index entry per
+  appended row, and cleanup walks the key's rows for each expired entry, as before
+  SPARK-50302).
 
 Both of a pair get the same operations, and ``expire(now)`` runs after every step. Each
 step samples primary size (keys) and index size (entries) of all four, and the cleanup
@@ -29,7 +30,12 @@ import random
 from typing import Any, Generic, TypeVar
 
 from bench.common import report
-from collection_manager.core.ttl import AppendOnlyTtlIndex, OneToManyTtl, OneToOneTtl, expiry_for
+from collection_manager.core.expiry_indexes import (
+    AppendOnlyTtlIndex,
+    OneToManyTtl,
+    OneToOneTtl,
+    expiry_for,
+)
 
 K = TypeVar("K")
 E = TypeVar("E")

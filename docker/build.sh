@@ -50,8 +50,9 @@ build cm-kafka docker/kafka.Dockerfile "$STAGE/kafka"
 mkdir -p "$STAGE/app/wheels/deps" "$STAGE/app/wheels/project" "$STAGE/src"
 # The wheel is built from a copy: building in the checkout would leave build/ behind.
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$STAGE/src"
-# async-timeout: redis needs it on Debian's Python 3.11.2 (< 3.11.3), not on newer ones.
-.venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels/deps" "$STAGE/src" async-timeout
+# [all]: the one app image runs every role, the consumer's too. async-timeout: redis needs
+# it on Debian's Python 3.11.2 (< 3.11.3), not on newer ones.
+.venv/bin/pip wheel -q --disable-pip-version-check --wheel-dir "$STAGE/app/wheels/deps" "$STAGE/src[all]" async-timeout
 # The project's wheel apart (its own image layer, after the dependencies').
 mv "$STAGE"/app/wheels/deps/collection_manager-*.whl "$STAGE/app/wheels/project/"
 cp -r "$CACHE/spark-kafka-$SPARK_VERSION" "$STAGE/app/jars"

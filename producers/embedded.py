@@ -28,6 +28,7 @@ from collection_manager.core.errors import CollectionManagerError, Infrastructur
 from collection_manager.core.specs import CollectionSpec, validate_row
 from collection_manager.storage.replication import Durability
 from producers.agent import AgentConfig, ReplicaAgent
+from producers.replica_process import ReplicaProcess
 from producers.simulated import Row, Update, apply_updates
 from producers.sources.plugin import SourceCollection
 from producers.sources.shared import SharedSource
@@ -209,7 +210,14 @@ class EmbeddedReplica:
             expiring={c.name for c in self._collections if c.expires},
             still_member=self._controller.is_current,
         )
-        self.epoch: int | None = None
+        self._process = ReplicaProcess(
+            self._controller, replica_id, self._agent, self._specs, f"of replica {replica_id}"
+        )
+
+    @property
+    def epoch(self) -> int | None:
+        """Its epoch once started, else None."""
+        return self._process.epoch
 
     def start(self) -> int:
         """Creates missing collections, adds the replica and starts publishing; its epoch.
@@ -222,13 +230,8 @@ class EmbeddedReplica:
         except ReplicaRunningError:
             self._controller.close()  # nothing started: ``with`` calls no ``__exit__``
             raise
-        self._controller.declare_collections(self._specs, f"of replica {self.replica_id}")
-        # The catalog's definitions, with their buckets (a declared collection may exist
-        # bucketed): read once, since a live collection's buckets never change.
-        catalog = self._controller.collection_specs([spec.name for spec in self._specs])
-        self.epoch = self._controller.add_replica(self.replica_id)
-        self._agent.start(self.epoch, catalog)
-        return self.epoch
+        self._process.declare()
+        return self._process.start()
 
     def publish(self, collection: str, updates: Iterable[Update]) -> None:
         """Differential updates of ``collection``, published at the next step."""
@@ -252,13 +255,8 @@ class EmbeddedReplica:
 
     def stop(self, reason: str = "replica stopping") -> None:
         """Stops at once, removes the replica (its rows are retracted) and disconnects."""
-        stopped_on_its_own = self._agent.reason if self._agent.stopped else None
-        self._agent.stop(reason)
-        self._agent.join(10)
         try:
-            if self.epoch is not None:
-                why = stopped_on_its_own or reason
-                self._controller.remove_replica(self.replica_id, why, epoch=self.epoch)
+            self._process.stop(reason)
         finally:
             self._controller.close()
 

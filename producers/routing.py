@@ -1,21 +1,32 @@
 """Routing for producers of raw requests: one import to send requests a bucketed
-collection accepts (docs/howto/buckets.md; docs/concepts/buckets.md).
+collection accepts, where the agents send theirs (docs/howto/buckets.md;
+docs/concepts/buckets.md).
 
 A collection of ``N > 1`` buckets takes each request for one bucket, keyed
-``<collection>#<bucket>`` (so a bucket's requests share a partition and keep their
-order). Build the request as for an unbucketed collection, then send what
-:func:`messages_for` returns, or each of :func:`requests_for` keyed by :func:`key_for`::
+``<collection>#<bucket>``, and, when its buckets were assigned partitions at its creation
+(``core/partitions.py``), produced to that bucket's partition: so a bucket's requests, from
+every writer, share a partition and keep their order. Build the request as for an
+unbucketed collection, then :func:`produce` it::
 
-    from producers.routing import collection_spec, messages_for
+    from confluent_kafka import Producer
+    from producers.routing import PRODUCER_SETTINGS, collection_spec, produce
 
-    spec = collection_spec("arrangement_sizes")   # read once: N never changes while it lives
-    for key, value in messages_for(append, spec):
-        producer.produce(topic, key=key, value=value)
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS})
+    spec = collection_spec("arrangement_sizes")   # read once: it never changes while it lives
+    produce(producer, topic, append, spec)
 
-An append whose rows lie in several buckets becomes one request per bucket, the *parts*
-of one group, which readers see whole or not at all; a delete goes to the buckets its
-filter pins (``replica_id = r`` pins one), else to all of them. For a collection of one
-bucket the request is sent as it is, keyed by the collection: today's layout.
+or send each of :func:`messages_for` (key, value and partition) yourself, passing the
+partition when it is not None. An append whose rows lie in several buckets becomes one
+request per bucket, the *parts* of one group, which readers see whole or not at all; a
+delete goes to the buckets its filter pins (``replica_id = r`` pins one), else to all of
+them. For a collection of one bucket the request is sent as it is, keyed by the
+collection, its partition picked by the key: today's layout.
+
+Where the key picks the partition (an unbucketed collection, one created before
+assignments, control requests), it picks the agents' partition only with the agents'
+partitioner: ``PRODUCER_SETTINGS`` holds it (``murmur2_random``, Java's; librdkafka's own
+default, ``consistent_random``, hashes keys elsewhere), with idempotence and
+``acks=all``, on which the order of a partition's requests rests.
 
 Thin wrappers of ``collection_manager.core.routing`` and ``request_key``, which the
 agents, the embedded API and the controller use too.
@@ -23,16 +34,48 @@ agents, the embedded API and the controller use too.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.config.services import running
 from collection_manager.core.requests import Append, Delete, Request, request_key
-from collection_manager.core.routing import route_append, route_delete
+from collection_manager.core.routing import partition_of, route_append, route_delete
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.producer import ENFORCED
+from collection_manager.storage.catalog import Catalog
 from collection_manager.storage.client import connected_client
-from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 
-__all__ = ["collection_spec", "key_for", "messages_for", "requests_for"]
+__all__ = [
+    "PRODUCER_SETTINGS",
+    "Message",
+    "collection_spec",
+    "key_for",
+    "messages_for",
+    "partition_for",
+    "produce",
+    "requests_for",
+]
+
+PRODUCER_SETTINGS: dict[str, str] = dict(ENFORCED)
+"""librdkafka settings of a raw producer, as the agents' producers have them: idempotent,
+``acks=all``, and Java's key partitioner, so a key picks the agents' partition."""
+
+
+class Message(NamedTuple):
+    """One Kafka message of a routed request.
+
+    Attributes:
+        key: its key (:func:`key_for`).
+        value: the request, Avro single-object encoded as the consumer reads it.
+        partition: the partition to produce it to; None: let its key pick one (the
+            producer's default partitioner, as for control requests and collections
+            created before partition assignments).
+    """
+
+    key: bytes
+    value: bytes
+    partition: int | None
 
 
 def collection_spec(name: str, redis_url: str | None = None) -> CollectionSpec:
@@ -52,7 +95,7 @@ def collection_spec(name: str, redis_url: str | None = None) -> CollectionSpec:
     url = redis_url or running(from_env(InfraConfig), needs=("redis",)).redis_url
     client = connected_client(url)
     try:
-        return RedisStore(client).spec(name)
+        return Catalog(client).spec(name)
     finally:
         client.close()
 
@@ -92,12 +135,44 @@ def key_for(request: Request) -> bytes:
     return request_key(request).encode()
 
 
-def messages_for(request: Request, spec: CollectionSpec | None = None) -> list[tuple[bytes, bytes]]:
-    """``(key, value)`` of each Kafka message to produce for ``request``, in order: the
-    routed requests (:func:`requests_for`) keyed (:func:`key_for`) and encoded as the
-    consumer reads them (Avro single-object encoding).
+def partition_for(request: Request, spec: CollectionSpec | None = None) -> int | None:
+    """The partition of a request as :func:`requests_for` returns it: its bucket's, when
+    its collection's buckets were assigned partitions; else None, and its key picks one."""
+    return partition_of(request, spec)
+
+
+def messages_for(request: Request, spec: CollectionSpec | None = None) -> list[Message]:
+    """Each Kafka message to produce for ``request``, in order: the routed requests
+    (:func:`requests_for`), each keyed (:func:`key_for`), encoded as the consumer reads them
+    (Avro single-object encoding), with its partition (:func:`partition_for`).
 
     Raises:
         ValueError, SchemaError: as :func:`requests_for`.
     """
-    return [(key_for(part), encode_request(part)) for part in requests_for(request, spec)]
+    return [
+        Message(key_for(part), encode_request(part), partition_of(part, spec))
+        for part in requests_for(request, spec)
+    ]
+
+
+def produce(
+    producer: Any, topic: str, request: Request, spec: CollectionSpec | None = None, **options: Any
+) -> int:
+    """Produces each message of ``request`` (:func:`messages_for`) to ``topic``, to its
+    partition where it has one; returns how many.
+
+    Args:
+        producer: a ``confluent_kafka.Producer`` (anything with its ``produce``).
+        topic: the request topic (``CM_TOPIC``).
+        request: as :func:`requests_for`.
+        spec: as :func:`requests_for`.
+        options: passed to every ``produce`` call (``on_delivery``, ``headers``, ...).
+
+    Raises:
+        ValueError, SchemaError: as :func:`requests_for`, before anything is produced.
+    """
+    messages = messages_for(request, spec)
+    for message in messages:
+        placed = {} if message.partition is None else {"partition": message.partition}
+        producer.produce(topic, key=message.key, value=message.value, **placed, **options)
+    return len(messages)

@@ -3,7 +3,8 @@
 The subscribe publishes its source's snapshot, then its changes at a fixed interval, as
 ``Append`` requests keyed by their storage unit (so they are applied in order): the
 collection, or for a bucketed collection the bucket each part is for (``producers/routing.py``;
-by ``replica_id``, all of one agent's rows lie in one bucket). Cancelling it
+by ``replica_id``, all of one agent's rows lie in one bucket), produced to that bucket's
+partition when the collection's buckets were assigned partitions. Cancelling it
 (:meth:`Subscribe.cancel`, or its parent token) stops emission before the next batch, also
 in the middle of a snapshot, and purges what its producer still queues
 (docs/concepts/epochs-and-fences.md): that
@@ -34,7 +35,7 @@ from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import PURGE_CODES, KafkaProducer
 from producers.batching import PublishedState, append_batches, bucket_parts, with_replica
-from producers.routing import key_for
+from producers.routing import key_for, partition_for
 from producers.simulated import Row, Update, apply_updates
 from schemas.codec import encode_request
 
@@ -213,6 +214,7 @@ class Subscribe:
                     key_for(part),
                     encode_request(part),
                     on_delivery=self._recorder(part),
+                    partition=partition_for(part, self._spec),  # its bucket's, when assigned
                 )
         if self._ttl_ms is not None:
             self._idle_since = self._monotonic()

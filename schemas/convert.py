@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from collection_manager.core.buckets import BucketPart
+from collection_manager.core.fences import Fence
 from collection_manager.core.filters import (
     MAX_DEPTH,
     MAX_NODES,
@@ -28,7 +29,6 @@ from collection_manager.core.filters import (
 from collection_manager.core.requests import (
     Append,
     Delete,
-    Fence,
     Heartbeat,
     ReplicaAdded,
     ReplicaRemoved,

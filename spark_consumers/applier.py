@@ -22,13 +22,13 @@ import redis
 from collection_manager.config import ConsumerConfig
 from collection_manager.core.epochs import claimed_replicas
 from collection_manager.kafka.producer import KafkaProducer
-from collection_manager.storage.client import redis_client
+from collection_manager.storage.client import connected_client, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.progress import guarded_client
 from collection_manager.storage.replicas import ReplicaRecord
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.writes import StoreWriter
 from spark_consumers.dead_letters import (
     REFUSED_KIND,
     dead_letter_producer,
@@ -108,7 +108,7 @@ class ExecutorSettings:
 
 # One store and one dead-letter producer per Python worker process, reused across tasks
 # (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
-_stores: dict[ExecutorSettings, RedisStore] = {}
+_stores: dict[ExecutorSettings, StoreWriter] = {}
 _producers: dict[tuple[str, int, tuple[tuple[str, str], ...]], KafkaProducer] = {}
 _clients: dict[str, redis.Redis] = {}
 _replica_records: dict[tuple[str, str], ReplicaRecord] = {}
@@ -116,7 +116,7 @@ _ledgers: dict[str, DeadLetterLedger] = {}
 _issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
 
 
-def _store(settings: ExecutorSettings) -> RedisStore:
+def _store(settings: ExecutorSettings) -> StoreWriter:
     if settings not in _stores:
         _stores.clear()  # a store of an earlier start talks to a Redis process now gone
         if settings.redis_run_id:
@@ -125,10 +125,10 @@ def _store(settings: ExecutorSettings) -> RedisStore:
             client = guarded_client(
                 settings.redis_url, settings.redis_run_id, socket_connect_timeout=5
             )
-            _stores[settings] = RedisStore(client, log_max_length=settings.log_max_length)
+            _stores[settings] = StoreWriter(client, log_max_length=settings.log_max_length)
         else:
-            _stores[settings] = RedisStore.connect(
-                settings.redis_url, log_max_length=settings.log_max_length
+            _stores[settings] = StoreWriter(
+                connected_client(settings.redis_url), log_max_length=settings.log_max_length
             )
     return _stores[settings]
 
@@ -228,7 +228,7 @@ class PartitionApplier:
                 yield pd.DataFrame(self.apply(store, _records(part), _oldest_ms(part)))
 
     def apply(
-        self, store: RedisStore, records: list[KafkaRecord], oldest_ms: int = 0
+        self, store: StoreWriter, records: list[KafkaRecord], oldest_ms: int = 0
     ) -> list[dict[str, Any]]:
         """Applies one chunk of a partition's records; returns its summary rows.
 
@@ -238,7 +238,9 @@ class PartitionApplier:
         topic, partition = records[0].topic, records[0].partition
         timer = StepTimer()
         with timer.step("decode"):
-            decoded = decode_records(records, store.specs(), self.settings.max_request_bytes)
+            decoded = decode_records(
+                records, store.catalog.specs(), self.settings.max_request_bytes
+            )
         with timer.step("epochs"):
             # One round trip for the replicas this chunk names, not one per request.
             replicas = claimed_replicas(r for _, r in decoded.requests)

@@ -37,7 +37,7 @@ from collection_manager.storage.dead_letters import (
     bounded,
     bounded_text,
 )
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.writes import StoreWriter
 from spark_consumers.decode import DeadLetter, KafkaRecord
 
 logger = logging.getLogger(__name__)
@@ -254,14 +254,14 @@ def _by_partition(dead: Iterable[DeadLetter]) -> dict[tuple[str, int], list[Dead
     return grouped
 
 
-# The error kind of an append the store refused whole (see RedisStore.apply).
+# The error kind of an append the store refused whole (see StoreWriter.apply).
 REFUSED_KIND = "MultiplicityOverflowError"
 
 
 def send_refused(
     producer: KafkaProducer,
     topic: str,
-    store: RedisStore,
+    store: StoreWriter,
     collections: Iterable[str],
     records: Sequence[KafkaRecord],
 ) -> int:

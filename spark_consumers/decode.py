@@ -20,7 +20,7 @@ from collection_manager.core.epochs import EpochAuthority, check_issued
 from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.requests import Append, Delete, Request, request_key, validate_request
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.plan import OffsetRequest
+from collection_manager.storage.planning import OffsetRequest
 from schemas.codec import decode_request
 from schemas.errors import SerializationError
 

@@ -8,8 +8,11 @@ executor's directory, where the workers run its interpreter (``./cm_env/bin/pyth
 
 The environment is built without any network: a venv of the driver's own base interpreter,
 with the files of each installed distribution copied from the driver's environment.
-pyspark and py4j are left out, since Spark puts its own on the workers' path. The archive
-is named after a fingerprint of what it holds, so a changed dependency or source file
+The project's own requirements are taken with its ``consumer`` extra (pandas and pyarrow,
+which the applier's Arrow batches need); its other extras (the server, the tests) are left
+out, and of a dependency only the extras a requirement names (``redis[hiredis]``). pyspark
+and py4j are left out, since Spark puts its own on the workers' path. The archive is named
+after a fingerprint of what it holds, so a changed dependency or source file
 makes a new one, and an unchanged project reuses it.
 
 The venv's interpreter is a link to the driver machine's base interpreter: executors must
@@ -42,20 +45,28 @@ ALIAS = "cm_env"
 EXECUTOR_PYTHON = f"./{ALIAS}/bin/python"
 # Spark ships its own pyspark and py4j to every Python worker.
 _PROVIDED = frozenset({"pyspark", "py4j"})
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# A requirement's name and the extras it asks for: ``redis[hiredis]>=5``.
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+ROLE = "consumer"
+"""The project's extra whose requirements the executors run (the applier's)."""
 
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def runtime_distributions(root: str = PROJECT) -> list[metadata.Distribution]:
-    """``root``'s installed runtime dependencies, transitively, without extras and without
-    what Spark provides; sorted by name."""
+def runtime_distributions(
+    root: str = PROJECT, root_extra: str = ROLE
+) -> list[metadata.Distribution]:
+    """``root``'s installed runtime dependencies with its ``root_extra``, transitively, with
+    the extras each requirement names (``redis[hiredis]``) and no other, without what Spark
+    provides; sorted by name."""
     found: dict[str, metadata.Distribution] = {}
-    pending = [root]
+    pending = [(root, {root_extra})]
     while pending:
-        name = _normal(pending.pop())
+        wanted, extras = pending.pop()
+        name = _normal(wanted)
         if name in found or name in _PROVIDED:
             continue
         try:
@@ -64,9 +75,10 @@ def runtime_distributions(root: str = PROJECT) -> list[metadata.Distribution]:
             continue  # a requirement whose marker does not apply here
         found[name] = distribution
         for requirement in distribution.requires or []:
-            match = _NAME.match(requirement)
-            if match and "extra ==" not in requirement.replace('"', "").replace("'", ""):
-                pending.append(match.group(1))
+            match, marker = _REQUIREMENT.match(requirement), _EXTRA.search(requirement)
+            if match and (marker is None or marker.group(1) in extras):
+                named = {e.strip() for e in (match.group(2) or "").split(",") if e.strip()}
+                pending.append((match.group(1), named))
     found.pop(_normal(root), None)  # the project itself is copied from its packages
     return [found[name] for name in sorted(found)]
 

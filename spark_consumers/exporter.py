@@ -22,15 +22,15 @@ from prometheus_client import Counter, Gauge, Histogram
 from collection_manager.kafka.lag import lag_now
 from collection_manager.observability.endpoint import process_registry, serve
 from collection_manager.observability.health import Health
+from collection_manager.storage import consumer_status
+from collection_manager.storage.catalog import catalog_records
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.counters import APPLY_COUNTERS, MEANINGS
 from collection_manager.storage.cut import SettleResult
 from collection_manager.storage.dead_letters import DeadLetterLedger
-from collection_manager.storage.keys import CATALOG, CollectionKeys, catalog_units, consumer_key
-from collection_manager.storage.reads import as_text
+from collection_manager.storage.keys import CollectionKeys, catalog_units
 from spark_consumers.metrics import BatchMetrics
-from spark_consumers.startup import REWINDS as REWINDS_FIELD
-from spark_consumers.startup import TOPIC_RECREATIONS as RECREATED
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,16 @@ CUT_GROUPS_GIVEN_UP = Counter(
     ["topic"],
     registry=REGISTRY,
 )
+CUT_TRAIL = Gauge(
+    "cm_consumer_cut_trail_seconds",
+    "Per bucketed collection (its name, not a bucket's), at its last settle: the age of the "
+    "oldest change its consistent cut holds back from readers, by the consumer's clock; 0 "
+    "when the cut is at every bucket's latest time. It grows while a request sent to "
+    "several buckets waits for a part (docs/concepts/buckets.md). A collection's series "
+    "goes when a round of settles does not settle it (dropped, or Redis away).",
+    ["topic", "collection"],
+    registry=REGISTRY,
+)
 LAST_BATCH = Gauge(
     "cm_consumer_last_batch_timestamp_seconds",
     "When the last batch ended (Unix time).",
@@ -202,6 +212,14 @@ UP = Gauge(
 )
 
 
+def cut_trail_ms(result: SettleResult, now_ms: int) -> int:
+    """How far the cut a settle found trails its buckets at ``now_ms``: the age of the
+    oldest change it holds back (0: none, or a clock behind the one that applied it)."""
+    if result.held_since_ms is None:
+        return 0
+    return max(0, now_ms - result.held_since_ms)
+
+
 class ConsumerObservability:
     """The consumer's metrics, health and listener (when ``address`` is set).
 
@@ -226,6 +244,7 @@ class ConsumerObservability:
         self._read: dict[str, int] = {}  # what the last progress read, per topic:partition
         self._last_progress: float | None = None
         self._outage = self._running = False
+        self._trailed: set[str] = set()  # the collections CUT_TRAIL has a series of
         self._stop = threading.Event()
         self.health.add_check("outage", lambda: "waiting out an outage" if self._outage else None)
         self.health.add_check("progress", self._progress_reason)
@@ -297,8 +316,17 @@ class ConsumerObservability:
     def timer_retracted(self, rows: int) -> None:
         TIMER_RETRACTIONS.labels(self.topic).inc(rows)
 
-    def cuts_settled(self, results: Sequence[SettleResult]) -> None:
-        """Counts what the settles of the bucketed collections' cuts did."""
+    def cuts_settled(self, results: Sequence[SettleResult], now_ms: int | None = None) -> None:
+        """Counts what a round of settles of the bucketed collections' cuts did, and sets how
+        far each cut trails at ``now_ms`` (wall clock, ms; default now): the series of a
+        collection the round did not settle go."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        trails = {result.collection: cut_trail_ms(result, now_ms) for result in results}
+        for collection in self._trailed - trails.keys():
+            CUT_TRAIL.remove(self.topic, collection)
+        for collection, trail_ms in trails.items():
+            CUT_TRAIL.labels(self.topic, collection).set(trail_ms / 1000)
+        self._trailed = set(trails)
         for result in results:
             if result.cut is not None:
                 CUT_SETTLES.labels(self.topic).inc()
@@ -358,11 +386,13 @@ class ConsumerObservability:
     def _read_redis(self, client: redis.Redis) -> None:
         """What Redis records of the consumer: a few reads, one per collection at most."""
         UNPUBLISHED.set(DeadLetterLedger(client).counts()["unpublished"])
-        rewinds, recreations = client.hmget(consumer_key(self.topic), REWINDS_FIELD, RECREATED)
-        REWINDS.labels(self.topic).set(int(rewinds or 0))
-        TOPIC_RECREATIONS.labels(self.topic).set(int(recreations or 0))
-        catalog = client.hgetall(CATALOG).items()
-        units = [unit for name, raw in catalog for unit in catalog_units(as_text(name), raw)]
+        status = ConsumerStatusRecord(client, self.topic)
+        rewinds, recreations = status.counter(
+            consumer_status.REWINDS, consumer_status.TOPIC_RECREATIONS
+        )
+        REWINDS.labels(self.topic).set(rewinds)
+        TOPIC_RECREATIONS.labels(self.topic).set(recreations)
+        units = [unit for name, raw in catalog_records(client) for unit in catalog_units(name, raw)]
         with client.pipeline(transaction=False) as pipe:
             for unit in units:
                 pipe.exists(CollectionKeys(unit).pending)

@@ -19,8 +19,8 @@ from typing import Any
 import redis
 
 from collection_manager.storage.client import redis_client
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.counters import APPLY_COUNTERS
-from collection_manager.storage.keys import consumer_key
 from spark_consumers.steps import EXECUTOR_STEPS, step_column
 
 logger = logging.getLogger(__name__)
@@ -103,13 +103,8 @@ def record_batch(redis_url: str, topic: str, metrics: BatchMetrics) -> None:
         metrics.last_offsets,
     )
     record = dict(metrics.to_json(), recorded_at_ms=int(time.time() * 1000))
-    key = consumer_key(topic)
-    with _client(redis_url).pipeline(transaction=True) as pipe:
-        pipe.hset(key, "last_batch", json.dumps(record))
-        pipe.hincrby(key, "dead_letters", metrics.dead_letters)
-        pipe.hincrby(key, "control_requests", metrics.control)
-        pipe.hincrby(key, "batches", 1)
-        pipe.execute()
+    status = ConsumerStatusRecord(_client(redis_url), topic)
+    status.record_batch(record, metrics.dead_letters, metrics.control)
 
 
 def _offsets(value: Any) -> dict[str, int]:
@@ -177,4 +172,4 @@ def record_progress(redis_url: str, topic: str, progress: dict[str, Any]) -> Non
         summary["processed_rows_per_s"] or 0.0,
         sum(lag.values()),
     )
-    _client(redis_url).hset(consumer_key(topic), "progress", json.dumps(summary))
+    ConsumerStatusRecord(_client(redis_url), topic).record_progress(summary)

@@ -20,20 +20,16 @@ import time
 from collections.abc import Callable
 
 from collection_manager.core.errors import UnknownCollectionError
-from collection_manager.storage.client import REDIS_FAULTS
 from collection_manager.storage.cut import SettleResult
 from collection_manager.storage.replication import Durability
 from collection_manager.storage.store import RedisStore
+from collection_manager.storage.writes import StoreWriter
+from spark_consumers.cut_settling import settle_cuts
 
 logger = logging.getLogger(__name__)
 
 
 _RETRACTED = ("scheduled_retractions", "expirations")
-# How long a producer may take to deliver a message: librdkafka's message.timeout.ms,
-# which every producer of the project keeps at its default. A group of parts sent to
-# several buckets, still incomplete that long after its first part was applied (by the TTL
-# clock), lost a part for good and is given up (core/cut.py).
-GROUP_DELIVERY_MS = 300_000
 
 
 def _now_ms() -> int:
@@ -44,7 +40,7 @@ class RetractionTimer:
     """Applies due retractions in the collections of ``topic`` and keeps the expiration ahead.
 
     Args:
-        store: the collections.
+        store: the writer of the collections (or a ``RedisStore``, whose writer it takes).
         expiration_offset_ms: 0 for no expiration, else how far ahead it lies.
         topic: the consumer's request topic; collections no request of it was applied to
             are left to their own deployment's consumer.
@@ -54,13 +50,13 @@ class RetractionTimer:
 
     def __init__(
         self,
-        store: RedisStore,
+        store: StoreWriter | RedisStore,
         expiration_offset_ms: int,
         topic: str,
         clock: Callable[[], int] = _now_ms,
         durability: Durability | None = None,
     ) -> None:
-        self.store = store
+        self.writer = store if isinstance(store, StoreWriter) else store.writer
         self.durability = durability
         self.offset = expiration_offset_ms
         self.topic = topic
@@ -79,12 +75,12 @@ class RetractionTimer:
     def _prepare_new(self) -> None:
         # Collections created (or first written from this topic) after start get the
         # current expiration too. A bucketed collection's buckets are timed each on its own.
-        for name in (unit.name for unit in self.store.unit_specs()):
+        for name in (unit.name for unit in self.writer.catalog.unit_specs()):
             if name not in self.prepared:
                 try:
-                    if not self.store.written_from(name, self.topic):
+                    if not self.writer.written_from(name, self.topic):
                         continue
-                    kept = self.store.set_expiration(name, self.expiration)
+                    kept = self.writer.set_expiration(name, self.expiration)
                 except UnknownCollectionError:
                     continue  # dropped since it was listed: a drop must not stop the consumer
                 logger.debug("%s: %d future retractions scheduled", name, kept)
@@ -109,28 +105,12 @@ class RetractionTimer:
             self.start()
         self._prepare_new()
         return sum(
-            sum(self.store.retract_due(name, now, ttl_clock_ms).get(c, 0) for c in _RETRACTED)
+            sum(self.writer.retract_due(name, now, ttl_clock_ms).get(c, 0) for c in _RETRACTED)
             for name in sorted(self.prepared)
         )
 
     def settle_cuts(self, ttl_clock_ms: int | None) -> list[SettleResult]:
-        """Settles the cut of each bucketed collection this topic writes (``storage/cut.py``).
-
-        ``ttl_clock_ms``: as for :meth:`tick`; 0 or None gives up no group (the consumer
-        may be behind).
-        """
-        results = []
-        for spec in self.store.specs().values():
-            if spec.buckets == 1 or not any(u.name in self.prepared for u in spec.units()):
-                continue
-            clock = ttl_clock_ms or 0
-            try:
-                results.append(
-                    self.store.settle_cut(spec.name, clock, GROUP_DELIVERY_MS, self.durability)
-                )
-            except UnknownCollectionError:
-                continue  # dropped since it was listed
-            except REDIS_FAULTS as exc:
-                # Not urgent: readers compute the cut themselves; the next round settles.
-                logger.info("settling the cut of %s waits: %s", spec.name, exc)
-        return results
+        """Settles the cut of each bucketed collection this topic writes
+        (``spark_consumers/cut_settling.py``); as for :meth:`tick`, ``ttl_clock_ms`` 0 or
+        None gives up no group."""
+        return settle_cuts(self.writer, self.prepared, ttl_clock_ms, self.durability)

@@ -20,15 +20,16 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
+from collection_manager.storage.catalog import Catalog
 from collection_manager.storage.claims import ClaimLostError, ConsumerClaim, Holder
-from collection_manager.storage.client import REDIS_FAULTS, redis_client
+from collection_manager.storage.client import REDIS_FAULTS, connected_client, redis_client
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
-from collection_manager.storage.library import library_name
+from collection_manager.storage.library import install, library_name
 from collection_manager.storage.replication import Durability
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.writes import StoreWriter
 from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
-from spark_consumers.errors import ConsumerError
+from spark_consumers.errors import ConsumerError, fault_text, reduced_message
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
 from spark_consumers.metrics import BatchMetrics, read_offsets, record_progress
@@ -54,7 +55,7 @@ TRANSIENT_FAULTS: tuple[type[BaseException], ...] = (
 logger = logging.getLogger(__name__)
 
 
-def ensure_introspection_collections(store: RedisStore) -> None:
+def ensure_introspection_collections(store: Catalog) -> None:
     """Creates the built-in introspection collections that do not exist yet."""
     existing = set(store.collections())
     for spec in introspection_specs():
@@ -140,7 +141,8 @@ def watch(
             observed.query_running(False)
         stop_between_batches(query)
     if query.exception() is not None:
-        raise ConsumerError(f"the consumer's streaming query failed: {query.exception()}")
+        failure = reduced_message(str(query.exception()))
+        raise ConsumerError(f"the consumer's streaming query failed: {failure}")
 
 
 def stop_between_batches(query: Any, patience_s: float = 30.0) -> None:
@@ -277,7 +279,7 @@ def run_consumer(
                     outage, config.trigger_interval_ms, config.topic, observed,
                 )  # fmt: skip
             except TRANSIENT_FAULTS as exc:
-                stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
+                stop.wait(outage.failed(fault_text(exc)))
     finally:
         deadline.cancel()
         probe.stop()
@@ -329,9 +331,11 @@ def _batch_done(
     return done
 
 
-def _prepared_store(redis_url: str) -> RedisStore:
+def _prepared_store(redis_url: str) -> StoreWriter:
+    client = connected_client(redis_url)
     # This version's functions, beside those of other versions (docs/concepts/upgrades.md).
-    store = RedisStore.connect(redis_url, load_functions=True)
-    ensure_introspection_collections(store)
+    install(client)
+    store = StoreWriter(client)
+    ensure_introspection_collections(store.catalog)
     store.finish_deletes()  # one a stopped consumer left half done becomes readable now
     return store

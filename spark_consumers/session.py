@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig
+from collection_manager.config import SPARK_VERSION, InfraConfig, LogConfig, SparkConfig, from_env
 from collection_manager.config.machine import require_jars, require_java
 from collection_manager.config.services import pid_alive
 from collection_manager.core.errors import InfrastructureError
+from collection_manager.observability.logs import json_line
 from spark_consumers.executor_env import ALIAS, EXECUTOR_PYTHON, executor_archive
 
 if TYPE_CHECKING:
@@ -103,8 +104,9 @@ def build_spark_session(
     require_java()
     _check_pyspark_version()
     verbose = logging.getLogger().isEnabledFor(logging.INFO)
+    json_lines = from_env(LogConfig).log_format == "json"
     level = spark_log_level(spark.spark_log_level, verbose)
-    logs = log4j_options(level, verbose)
+    logs = log4j_options(level, verbose, json_lines)
     # py4j logs a Python callback's exception (a batch that failed on Redis) with its
     # traceback before handing it to the JVM, whose query then fails with it.
     logging.getLogger("py4j").setLevel(logging.NOTSET if verbose else logging.CRITICAL)
@@ -148,7 +150,7 @@ def build_spark_session(
         builder = builder.config("spark.driver.extraJavaOptions", driver_options)
     builder = builder.config("spark.executor.extraJavaOptions", executor_options)
     with _jvm_working_dir(infra.state_dir / "spark-driver"):
-        session = _create(builder, spark, app_name, jars, verbose)
+        session = _create(builder, spark, app_name, jars, verbose, json_lines)
     session.sparkContext.setLogLevel(level)
     # At a trigger interval shorter than a batch, Spark warns "Current batch is falling
     # behind" after every batch, though nothing is wrong: the next one starts at once.
@@ -179,15 +181,16 @@ def spark_log_level(configured: str, verbose: bool) -> str:
     return max(level, "FATAL", key=_LOG4J_LEVELS.index)
 
 
-def log4j_options(level: str, verbose: bool) -> str:
-    """The JVM options that give Spark's log4j2 :data:`LOG4J2_FILE`, at ``level``; a Java
-    exception is its message alone unless ``verbose``."""
+def log4j_options(level: str, verbose: bool, json_lines: bool = False) -> str:
+    """The JVM options that give Spark's log4j2 :data:`LOG4J2_FILE`, at ``level``, as text
+    or JSON lines; a Java exception is its message alone unless ``verbose``."""
     trace = "full" if verbose else "short.message"
     known = level in _LOG4J_LEVELS
     root = min(level, "WARN", key=_LOG4J_LEVELS.index) if known else "WARN"
     return (
         f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Dcm.spark.log.root={root} "
-        f"-Dcm.spark.log.level={level if known else 'WARN'} -Dcm.spark.log.trace={trace}"
+        f"-Dcm.spark.log.level={level if known else 'WARN'} -Dcm.spark.log.trace={trace} "
+        f"-Dcm.spark.log.appender={'json' if json_lines else 'text'}"
     )
 
 
@@ -234,7 +237,12 @@ CHECKPOINT_FILE_MANAGER = (
 
 
 def _create(
-    builder: Any, spark: SparkConfig, app_name: str, jars: str, verbose: bool = True
+    builder: Any,
+    spark: SparkConfig,
+    app_name: str,
+    jars: str,
+    verbose: bool = True,
+    json_lines: bool = False,
 ) -> SparkSession:
     builder = (
         builder.appName(app_name)
@@ -261,8 +269,8 @@ def _create(
         # the applier reads as UTC (publish-to-visible latency).
         .config("spark.sql.session.timeZone", "UTC")
     )
-    if not verbose:
-        _launch_jvm_quietly(builder)
+    if not verbose or json_lines:
+        _launch_jvm_quietly(builder, json_lines)
     session: SparkSession = builder.getOrCreate()
     return session
 
@@ -272,10 +280,11 @@ def _create(
 INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
 
 
-def _launch_jvm_quietly(builder: Any) -> None:
+def _launch_jvm_quietly(builder: Any, json_lines: bool = False) -> None:
     """Starts the driver's JVM (when none runs yet) with its standard error passed on by a
     thread that leaves out ``INCUBATOR_WARNING``: everything else the JVM, its executors
-    and the Python workers write reaches this process's standard error as before.
+    and the Python workers write reaches this process's standard error as before (with
+    ``json_lines``, a line that is no JSON object, a worker's or the JVM's own, becomes one).
     PySpark takes the gateway as it would have launched it (``popen_kwargs`` is its way to
     capture the JVM's output); the builder's options are the ones it would have passed."""
     from pyspark import SparkConf, SparkContext
@@ -287,13 +296,16 @@ def _launch_jvm_quietly(builder: Any) -> None:
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
     threading.Thread(
-        target=_pass_on, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True
+        target=_pass_on, args=(gateway.proc.stderr, json_lines), name="jvm-stderr", daemon=True
     ).start()
 
 
-def _pass_on(stream: IO[bytes]) -> None:
+def _pass_on(stream: IO[bytes], json_lines: bool) -> None:
     for line in iter(stream.readline, b""):
         if line != INCUBATOR_WARNING:
+            if json_lines and not line.startswith(b"{"):
+                text = line.decode(errors="replace").rstrip("\n")
+                line = json_line(text, "spark.stderr", "WARNING" if "WARN" in text else "INFO")
             left = memoryview(line)
             while left:
                 left = left[os.write(2, left) :]

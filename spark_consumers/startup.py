@@ -18,7 +18,6 @@ topic re-created since the start, and records the progress of every batch it ran
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -28,7 +27,11 @@ import redis
 from confluent_kafka.admin import AdminClient
 
 from collection_manager.kafka.identity import TopicIdentity, topic_identity
-from collection_manager.storage.keys import consumer_key
+from collection_manager.storage.consumer_status import (
+    REWINDS,
+    TOPIC_RECREATIONS,
+    ConsumerStatusRecord,
+)
 from collection_manager.storage.progress import (
     Binding,
     Progress,
@@ -51,9 +54,6 @@ from spark_consumers.steps import StepTimer
 logger = logging.getLogger(__name__)
 
 # Fields of the consumer's metrics hash (``status`` shows them).
-REWINDS = "rewinds"
-TOPIC_RECREATIONS = "topic_recreations"
-LAST_REWIND = "last_rewind"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,9 +133,8 @@ def _rewind_if_behind(
 
 
 def _count(client: redis.Redis, topic: str, field: str, reason: str) -> None:
-    event = json.dumps({"kind": field, "at_ms": int(time.time() * 1000), "reason": reason})
-    client.hincrby(consumer_key(topic), field, 1)
-    client.hset(consumer_key(topic), LAST_REWIND, event)
+    event = {"kind": field, "at_ms": int(time.time() * 1000), "reason": reason}
+    ConsumerStatusRecord(client, topic).count_rewind(field, event)
 
 
 class DriverProgress:

@@ -9,7 +9,6 @@ lost one service do not all come back at the same instant.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -19,7 +18,8 @@ from typing import Any, TypeVar
 
 from collection_manager.config import redact_url
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
-from collection_manager.storage.keys import consumer_key
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
+from spark_consumers.errors import fault_text
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class Outage:
         except REDIS_FAULTS:
             return  # Redis is down too: the log line is the record.
         try:
-            client.hset(consumer_key(self._topic), "health", json.dumps(fields))
+            ConsumerStatusRecord(client, self._topic).record_health(fields)
         except REDIS_FAULTS:
             pass
         finally:
@@ -139,7 +139,7 @@ def until_done(
         try:
             result = attempt()
         except faults as exc:
-            stop.wait(outage.failed(f"{type(exc).__name__}: {exc}"))
+            stop.wait(outage.failed(fault_text(exc)))
             continue
         outage.recovered()
         return result

@@ -8,14 +8,22 @@ stop, which a user must never see. The JVM already knows the worker is gone (it 
 the socket; a task it still wanted is retried), so a hang-up is left unprinted here and
 every other failure is printed as before.
 
+With ``CM_LOG_FORMAT=json`` the workers' log records are JSON lines too, as the driver's
+are (a worker inherits the driver's environment); as text they stay the bare messages
+that Python prints of a process whose logging nobody configured.
+
 Spark runs it in place of ``pyspark.daemon`` (``spark.python.daemon.module``).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 from types import SimpleNamespace
+
+from collection_manager.config import LogConfig, from_env
+from collection_manager.observability import logs
 
 # The JVM end of the worker's socket went away.
 HANG_UPS = (BrokenPipeError, ConnectionResetError)
@@ -29,6 +37,9 @@ def print_unless_hang_up() -> None:
 
 def main() -> None:
     import pyspark.daemon
+
+    if from_env(LogConfig).log_format == "json":
+        logs.configure(logging.WARNING, "json")
 
     # pyspark.daemon reaches print_exc through its module global ``traceback``.
     pyspark.daemon.traceback = SimpleNamespace(  # type: ignore[assignment]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -35,3 +36,33 @@ def http_get(url: str) -> tuple[int, str]:
         return error.code, error.read().decode()
     except urllib.error.URLError as error:
         return 0, str(error.reason)
+
+
+# A small collection's row schema: a replica, a worker and a nullable note (the reading and
+# sink tests write it by hand, so each value is one a test chose).
+SIZES_SCHEMA = {
+    "type": "record",
+    "name": "sizes",
+    "fields": [
+        {"name": "replica_id", "type": "string"},
+        {"name": "worker_id", "type": "long"},
+        {"name": "note", "type": ["null", "string"]},
+    ],
+}
+
+
+def recorded_sleeps(monkeypatch: Any) -> list[float]:
+    """``time.sleep`` recorded instead of slept, in the calling thread only: the patch is
+    process-wide, and another thread that sleeps meanwhile (a heartbeat, a server left by
+    an earlier test) must neither be recorded nor turned into a busy loop."""
+    slept: list[float] = []
+    sleep, caller = time.sleep, threading.current_thread()
+
+    def recorded(seconds: float) -> None:
+        if threading.current_thread() is caller:
+            slept.append(seconds)
+        else:
+            sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recorded)
+    return slept

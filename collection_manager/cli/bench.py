@@ -22,7 +22,7 @@ def register(commands: Any) -> None:
     bench = commands.add_parser("bench", help="run the benchmarks and write their report")
     which = bench.add_subparsers(dest="bench_command", required=True)
     every = which.add_parser(
-        "run", help="every benchmark (under 20 minutes on 2 cores), then docs/benchmarks.md"
+        "run", help="every benchmark (about 35 minutes on 2 cores), then docs/benchmarks.md"
     )
     every.add_argument("--quick", action="store_true", help="tiny scale: a smoke run")
     every.add_argument(

@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 
+from collection_manager.cli.partitions import RequestTopic, placed
 from collection_manager.config.errors import UsageError
 from collection_manager.core.buckets import DEFAULT_BUCKET_COLUMN, MAX_BUCKETS
 from collection_manager.core.errors import CollectionManagerError, UnknownCollectionError
@@ -45,8 +46,10 @@ def add_bucket_options(parser: argparse.ArgumentParser, column: bool = True) -> 
         type=buckets_argument,
         default=1 if column else None,
         metavar="N",
-        help=f"spread it over N buckets, {BUCKETS_BOUND}, each its own Redis hash slot "
-        f"and Kafka key; about {PER_BUCKET_UPDATES_S:,} updates/s per bucket is "
+        help=f"spread it over N buckets, {BUCKETS_BOUND}, each its own Redis hash slot, "
+        "Kafka key and partition (a new collection's buckets are assigned the partitions "
+        "of CM_TOPIC, read from Kafka; a missing topic is created with a partition per "
+        f"bucket); about {PER_BUCKET_UPDATES_S:,} updates/s per bucket is "
         "comfortable (default "
         + ("1: one unit, today's layout" if column else "each existing one's, 1 for a new one")
         + "); the buckets of a collection that exists cannot change",
@@ -117,17 +120,25 @@ def keep_buckets(store: RedisStore, spec: CollectionSpec) -> CollectionSpec:
     return with_buckets(spec, existing.buckets, existing.bucket_column)
 
 
-def create_checked(store: RedisStore, specs: Sequence[CollectionSpec]) -> None:
+def create_checked(
+    store: RedisStore, specs: Sequence[CollectionSpec], topic: RequestTopic | None = None
+) -> list[CollectionSpec]:
     """Creates (or redefines, as before buckets) each collection; when one exists with
-    other buckets, refuses before any is written.
+    other buckets, refuses before any is written. A new bucketed collection's buckets are
+    assigned partitions of ``topic`` (``cli/partitions.py``); one that exists keeps its
+    own, or none. Returns the definitions as created.
 
     Raises:
-        CollectionManagerError: naming the collection, both layouts and the offline path.
+        CollectionManagerError: naming the collection, both layouts and the offline path;
+            or why the topic's partitions could not be read.
     """
+    found = {spec.name: existing_spec(store, spec.name) for spec in specs}
     for spec in specs:
-        existing = existing_spec(store, spec.name)
+        existing = found[spec.name]
         problem = None if existing is None else bucket_change(existing, spec)
         if problem is not None:
             raise CollectionManagerError(problem)  # it names the collection already
-    for spec in specs:
+    created = [placed(spec, found[spec.name], topic) for spec in specs]
+    for spec in created:
         store.create_collection(spec)
+    return created

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.answers import to_json
 from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.cli.buckets import (
     add_bucket_options,
@@ -40,34 +41,36 @@ from collection_manager.cli.output import (
     plural,
     show,
 )
+from collection_manager.cli.partitions import RequestTopic, placement
 from collection_manager.cli.status import (
     CollectionInfo,
     bucket_table,
-    buckets_json,
     collection_info,
     collection_infos,
     counter_headers,
     example_bucketed,
 )
+from collection_manager.cli.stores import store_from_env
 from collection_manager.cli.tail import EXAMPLE_BUCKETED, add_tail
 from collection_manager.cli.where import HELP as WHERE_HELP
 from collection_manager.cli.where import parse_where, split_term
-from collection_manager.config import InfraConfig, from_env
+from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.core.buckets import bucket_of
 from collection_manager.core.cut import Cut
 from collection_manager.core.errors import CollectionManagerError, SchemaError
 from collection_manager.core.filters import Filter, describe
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.reading.catalog import collection_list, detail_of
 from collection_manager.reading.rows import query_json, sorted_rows
-from collection_manager.reading.status import columns_json
 from collection_manager.storage.client import (
     READ_TIMEOUT_S,
     any_node_answers,
     patiently,
 )
 from collection_manager.storage.counters import SHOWN_COUNTERS
-from collection_manager.storage.store import RedisStore, Snapshot, wall_clock_ms
+from collection_manager.storage.reads import Snapshot, StoreReader
+from collection_manager.storage.writes import wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
 COLLECTION_HELP = "its name (`collection-manager collections list` shows them)"
@@ -135,17 +138,6 @@ def _register_query(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec
     query.set_defaults(run=run_query)
 
 
-def store_from_env(load_functions: bool = False) -> RedisStore:
-    """The store of the configured (or running local) Redis; starts nothing.
-
-    Args:
-        load_functions: load this version's store functions first, as the commands that
-            create collections do (readers never load them: docs/concepts/upgrades.md).
-    """
-    endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
-    return RedisStore.connect(endpoints.redis_url, load_functions=load_functions)
-
-
 def query_table(
     spec: CollectionSpec,
     snapshot: Snapshot,
@@ -193,7 +185,7 @@ def run_query(args: argparse.Namespace) -> int:
         where = parse_where(args.where, spec)
         # A bucketed collection's: every bucket (those --where pins) at one consistent cut.
         snapshot = store.stepped_snapshot(spec.name, where, args.limit)
-        expiries = read_expiries(store, spec, list(snapshot.rows)) if args.expiry else None
+        expiries = read_expiries(store.reader, spec, list(snapshot.rows)) if args.expiry else None
         return spec, where, snapshot, expiries
 
     spec, where, snapshot, expiries = patiently(read, args.timeout, answers=_redis_answers)
@@ -202,7 +194,7 @@ def run_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_expiries(store: RedisStore, spec: CollectionSpec, rows: list[Row]) -> dict[Row, int]:
+def read_expiries(store: StoreReader, spec: CollectionSpec, rows: list[Row]) -> dict[Row, int]:
     """When each of ``rows`` with a TTL expires: a bucketed collection's, from each row's
     bucket (each bucket keeps its own)."""
     if spec.buckets == 1:
@@ -227,19 +219,8 @@ def _redis_answers() -> bool:
 
 
 def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
-    """``[{"name", "rows", "time", "columns", "indexed_columns"}]`` by name; a bucketed
-    collection's rows and time are its buckets' sums, and it also has ``"buckets"``."""
-    return [
-        {
-            "name": i.spec.name,
-            "rows": i.rows,
-            "time": i.time,
-            "columns": list(i.spec.column_names),
-            "indexed_columns": list(i.spec.indexed_columns),
-            **({"buckets": i.spec.buckets} if i.spec.buckets > 1 else {}),
-        }
-        for i in infos
-    ]
+    """Each collection as the API's listing holds it (answers.models.Collection)."""
+    return [to_json(collection) for collection in collection_list(infos).collections]
 
 
 def list_table(infos: Sequence[CollectionInfo]) -> TableView:
@@ -262,20 +243,9 @@ def list_table(infos: Sequence[CollectionInfo]) -> TableView:
 
 
 def describe_json(info: CollectionInfo) -> dict[str, Any]:
-    """``{"name", "rows", "time", "columns": [{...}], "counters", "ttl", "row_schema"}``;
-    a bucketed collection's also has ``"buckets", "bucket_column", "bucket_rows"`` (each
-    bucket's rows and time; its rows, time and counters are their sums)."""
-    spec = info.spec
-    return {
-        "name": spec.name,
-        "rows": info.rows,
-        "time": info.time,
-        "columns": columns_json(spec),
-        "counters": info.counters,
-        "ttl": {"rows": info.ttl_rows, "next_expiry": info.next_expiry},
-        "row_schema": spec.row_schema,
-        **buckets_json(info),
-    }
+    """The collection as the API's ``/api/v1/collections/{name}`` holds it
+    (answers.models.CollectionDetail)."""
+    return to_json(detail_of(info))
 
 
 def describe_tables(info: CollectionInfo) -> tuple[TableView, ...]:
@@ -302,7 +272,8 @@ def describe_tables(info: CollectionInfo) -> tuple[TableView, ...]:
     )
     if spec.buckets == 1:
         return columns, counters
-    buckets = dataclasses.replace(bucket_table([info]), title=f"{spec.name}: rows per bucket")
+    title = f"{spec.name}: rows per bucket, {placement(spec)}"
+    buckets = dataclasses.replace(bucket_table([info]), title=title)
     return columns, counters, buckets
 
 
@@ -373,13 +344,29 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def request_topic() -> RequestTopic:
+    """The request topic (``CM_TOPIC``) whose partitions new bucketed collections are
+    assigned; Kafka is asked only when one is created."""
+    endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
+    consumer = from_env(ConsumerConfig)
+    return RequestTopic(endpoints.kafka_bootstrap, consumer.topic, consumer.topic_partitions)
+
+
+def _said_created(topic: RequestTopic) -> None:
+    if topic.created:
+        print(f"created topic {topic.topic} with {topic.partitions(1)} partitions")
+
+
 def run_create(args: argparse.Namespace) -> int:
     """Creates a collection from a row schema file (refused when it exists with other
-    buckets: ``cli/buckets.py``)."""
+    buckets: ``cli/buckets.py``); a new bucketed one's buckets are assigned partitions."""
     spec = _spec_from_file(args.name, args.schema, args.index)  # checked before connecting
     spec = with_buckets(spec, args.buckets, args.bucket_column)
-    create_checked(store_from_env(load_functions=True), [spec])
-    print(f"created {args.name}" + (f" in {layout(spec)}" if spec.buckets > 1 else ""))
+    topic = request_topic()
+    [spec] = create_checked(store_from_env(load_functions=True), [spec], topic)
+    _said_created(topic)
+    spread = f" in {layout(spec)} {placement(spec)}" if spec.buckets > 1 else ""
+    print(f"created {args.name}{spread}")
     return 0
 
 
@@ -393,9 +380,14 @@ def run_create_introspection(args: argparse.Namespace) -> int:
         else with_buckets(spec, args.buckets, spec.bucket_column)
         for spec in introspection_specs()
     ]
-    create_checked(store, specs)
+    topic = request_topic()
+    specs = create_checked(store, specs, topic)
+    _said_created(topic)
     spread = {spec.name: f" ({layout(spec)})" if spec.buckets > 1 else "" for spec in specs}
     print("created: " + ", ".join(spec.name + spread[spec.name] for spec in specs))
+    for spec in specs:
+        if spec.buckets > 1:
+            print(f"{spec.name}: {placement(spec)}")
     return 0
 
 

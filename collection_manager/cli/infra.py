@@ -31,11 +31,11 @@ def register(commands: Any) -> None:
     """Adds the ``setup`` and ``infra`` subcommands."""
     setup = commands.add_parser(
         "setup",
-        help="install what the product and its tests need once: jars, redis-server, ...",
-        description="Resolves the Kafka broker's and Spark's Kafka connector jars from Maven "
-        "Central into the cache and, as root, installs Debian's redis-server, prometheus "
-        "(promtool), prometheus-redis-exporter and chromium (the console's test) when "
-        "missing. Idempotent: a second run changes nothing and needs no network.",
+        help="install what the installed roles need once: jars, redis-server",
+        description="Resolves the Kafka broker's jars (infra up) and, where the consumer "
+        "role is installed, Spark's Kafka connector jars from Maven Central into the cache "
+        "and, as root, installs Debian's redis-server when missing. Idempotent: a second run "
+        "changes nothing and needs no network.",
     )
     setup.set_defaults(run=run_setup)
     parser = commands.add_parser("infra", help="local Kafka and Redis: up, down, status")

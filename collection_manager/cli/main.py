@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -21,6 +22,7 @@ from collection_manager.cli import (
     progress,
     replicas,
     serve,
+    sinks,
     status,
 )
 from collection_manager.cli.deprecated import rewrite
@@ -34,10 +36,25 @@ from collection_manager.cli.faults import (
     describe,
 )
 from collection_manager.cli.output import output_format
-from collection_manager.config.errors import UsageError
+from collection_manager.config import LogConfig, from_env
+from collection_manager.config.errors import ConfigError, UsageError
+from collection_manager.config.roles import RoleNotInstalled
 from collection_manager.kafka.producer import LIBRDKAFKA_LOGGER
+from collection_manager.observability import logs
+from collection_manager.observability.logs import json_line
 
-SUBCOMMANDS = (infra, collections, pipeline, progress, status, replicas, serve, functions, bench)
+SUBCOMMANDS = (
+    infra,
+    collections,
+    pipeline,
+    progress,
+    status,
+    replicas,
+    sinks,
+    serve,
+    functions,
+    bench,
+)
 
 
 DESCRIPTION = (
@@ -106,10 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Given, or not (then: by where stdout goes); only the commands that print rows take it.
     args.format = output_format(getattr(args, "format", None))
     args.no_headers = getattr(args, "no_headers", False)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    try:
+        log_format = from_env(LogConfig).log_format
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE
+    logs.configure(logging.INFO if args.verbose else logging.WARNING, log_format)
+    say = functools.partial(_say, json_lines=log_format == "json")
     # librdkafka logs every failed connection attempt, dozens a second while a broker is
     # down; the commands say once what is unreachable, so its own lines are for -v.
     logging.getLogger(LIBRDKAFKA_LOGGER.name).setLevel(
@@ -120,17 +140,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # an OSError, but no fault: entry() ends quietly
         raise
     except UsageError as exc:
-        print(f"error: {exc}\nsee: {args.command_prog} --help", file=sys.stderr)
+        say(f"error: {exc}", f"see: {args.command_prog} --help")
         return USAGE
+    except RoleNotInstalled as exc:
+        say(f"error: {exc}")
+        return FAILED
     except SERVICE_FAULTS as exc:
-        print(f"error: {describe(exc)}", file=sys.stderr)
-        if args.verbose:
-            for line in causes(exc):
-                print(f"  {line}", file=sys.stderr)
+        say(f"error: {describe(exc)}", *(f"  {c}" for c in causes(exc) if args.verbose))
         return FAILED
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", level="WARNING")
         return INTERRUPTED
+
+
+def _say(*lines: str, json_lines: bool, level: str = "ERROR") -> None:
+    """What a command ends with on stderr: its lines, or with CM_LOG_FORMAT=json one JSON
+    line holding them, as the log records before it are."""
+    if json_lines:
+        sys.stderr.buffer.write(json_line("\n".join(lines), "collection_manager.cli", level))
+        sys.stderr.flush()
+    else:
+        print("\n".join(lines), file=sys.stderr)
 
 
 def _reader_gone() -> int:

@@ -18,6 +18,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from collection_manager.config.generated_page import page_command
 from collection_manager.control import metrics as controller
 from collection_manager.http import metrics as http
+from collection_manager.sinks import metrics as sinks
 from producers.metrics import AGENT_FAMILIES
 from producers.sources import scrape_metrics
 from spark_consumers import exporter
@@ -68,6 +69,7 @@ def render_reference() -> str:
         _table("`replicas run` (`CM_AGENT_METRICS_ADDRESS`)", AGENT_FAMILIES),
         _table("`replicas run --source openmetrics`, also", _families(scrape_metrics)),
         _table("`server run` (`CM_HTTP_ADDRESS`)", _families(http)),
+        _table("`sinks run` (`CM_SINK_METRICS_ADDRESS`)", _families(sinks)),
     ]
     standard = (
         "Each process also serves prometheus_client's standard families: `process_*` (CPU, "

@@ -26,12 +26,12 @@ import argparse
 import dataclasses
 import datetime
 import difflib
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.json_text import indented
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,7 +74,7 @@ class TableView:
 
 def json_text(value: Any) -> str:
     """``value`` as the JSON the CLI prints: indented, keys in the order given."""
-    return json.dumps(value, indent=2, default=str)
+    return indented(value)
 
 
 def add_format_option(parser: argparse.ArgumentParser, examples: Mapping[str, Any]) -> None:

@@ -19,6 +19,7 @@ from collection_manager.config import (
     SparkConfig,
     from_env,
     redact_url,
+    roles,
 )
 
 N = TypeVar("N", int, float)
@@ -75,6 +76,7 @@ def register(commands: Any) -> None:
 
 def run_consume(args: argparse.Namespace) -> int:
     """Runs the consumer; exits 0 after a clean stop."""
+    roles.require("consumer run", "consumer")
     from spark_consumers.run import run_consumer
 
     spark_config = from_env(SparkConfig)
@@ -106,6 +108,7 @@ def _ready_line(topic: str, endpoints: devservices.Endpoints) -> Callable[[str |
 
 def run_demo(args: argparse.Namespace) -> int:
     """Runs the demonstration; exits 1 unless Redis holds exactly what it must."""
+    roles.require("demo", "consumer", "server")  # it runs a consumer, and the console
     from rich.console import Console
 
     from collection_manager.demo.runner import DemoOptions, Keep

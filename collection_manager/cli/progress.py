@@ -19,8 +19,8 @@ from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import TableView, add_format_option, show
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
 from collection_manager.reading.status import consumer_summary
-from collection_manager.storage.client import as_text, connected_client
-from collection_manager.storage.keys import consumer_key
+from collection_manager.storage.client import connected_client
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.progress import Binding, Progress, ProgressRecord
 from spark_consumers.checkpoint import SPARK_ENTRIES
 
@@ -90,7 +90,7 @@ def run_show(args: argparse.Namespace) -> int:
     client = connected_client(endpoints.redis_url)
     try:
         progress = ProgressRecord(client, topic).read()
-        raw = {as_text(k): as_text(v) for k, v in client.hgetall(consumer_key(topic)).items()}
+        raw = ConsumerStatusRecord(client, topic).read()
     finally:
         client.close()
     reported = consumer_summary(raw, topic=topic)["lag"] or []

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from collection_manager import devservices
+from collection_manager.answers import to_json
 from collection_manager.cli.confirm import add_confirmation, stop_before
 from collection_manager.cli.output import TableView, add_format_option, moment, plural, show
+from collection_manager.cli.signals import stop_on_signals
 from collection_manager.cli.source_options import (
     DEFAULT_SOURCE,
     RUN_PROG,
@@ -22,7 +22,6 @@ from collection_manager.cli.source_options import (
     run_sources,
 )
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
-from collection_manager.control import metrics as controller_metrics
 from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
 from collection_manager.control.errors import NotAMemberError
 from collection_manager.control.members import REMOVED
@@ -34,9 +33,8 @@ from collection_manager.observability.endpoint import (
     process_registry,
     serve,
 )
-from collection_manager.observability.health import Health, recent
-from collection_manager.reading.replicas import replicas_json
-from collection_manager.storage.heartbeats import CONTROLLER, Heartbeat
+from collection_manager.observability.health import Health
+from collection_manager.reading.replicas import replicas_of
 from collection_manager.storage.replication import Durability
 
 if TYPE_CHECKING:
@@ -63,7 +61,7 @@ def register(commands: Any) -> None:
     )
     actions = replicas.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="replicas, epochs, leases, heartbeats")
-    add_format_option(listing, {"replicas list": replicas_json(EXAMPLE_REPLICAS)})
+    add_format_option(listing, {"replicas list": replicas_json(EXAMPLE_REPLICAS, EXAMPLE_NOW)})
     listing.add_argument(
         "--all",
         action="store_true",
@@ -146,21 +144,7 @@ def _controller(endpoints: devservices.Endpoints) -> Controller:
     )
 
 
-_CONTROLLER_SETTING = "CM_CONTROLLER_METRICS_ADDRESS"
 _AGENT_SETTING = "CM_AGENT_METRICS_ADDRESS"
-
-
-def _stop_on_signals() -> threading.Event:
-    # The handler only sets an event: the main thread then stops the agent, so no lock
-    # can be taken inside a signal handler.
-    stop = threading.Event()
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
 
 
 def _wait(stop: threading.Event, duration: float | None, done: Callable[[], bool]) -> None:
@@ -214,6 +198,7 @@ def _agent_sources(args: argparse.Namespace, replica: ReplicaConfig) -> AgentSou
 def run_replica(args: argparse.Namespace) -> int:
     """Adds the replica, runs its agent, and removes it again on a clean stop."""
     from producers.agent import AgentConfig, ReplicaAgent
+    from producers.replica_process import ReplicaProcess
 
     if args.state_file is not None and args.steps is None:
         # The state is written once the agent published its last step; without one, never.
@@ -229,7 +214,7 @@ def run_replica(args: argparse.Namespace) -> int:
     }
     bootstrap = endpoints.kafka_bootstrap
     config = AgentConfig.of(controller.config, bootstrap, controller.topic, **overrides)
-    agent: ReplicaAgent | None = None
+    process: ReplicaProcess | None = None
     endpoint: Endpoint | None = None
     health = Health()
     try:
@@ -241,8 +226,7 @@ def run_replica(args: argparse.Namespace) -> int:
                 "it is fenced and its rows retracted",
                 flush=True,
             )
-        stop = _stop_on_signals()
-        controller.declare_collections(chosen.specs, chosen.name)
+        stop = stop_on_signals()
         agent = ReplicaAgent(
             args.replica_id,
             config,
@@ -250,29 +234,22 @@ def run_replica(args: argparse.Namespace) -> int:
             expiring=chosen.expiring,
             still_member=controller.is_current,
         )
+        process = ReplicaProcess(controller, args.replica_id, agent, chosen.specs, chosen.name)
+        process.declare()
         # Before the replica is added: a listen address that is taken adds nothing.
         address = controller.config.agent_metrics_address
         endpoint = _serve_agent(agent, address, health, chosen.collectors)
-        # Read once, before the replica is added: a live collection's buckets never change.
-        catalog = controller.collection_specs([spec.name for spec in chosen.specs])
-        epoch = controller.add_replica(args.replica_id)
-        agent.start(epoch, catalog)
+        epoch = process.start()
         at = "" if endpoint is None else f"; metrics and health at {endpoint.url}"
         print(f"replica {args.replica_id} running at epoch {epoch}{at}", flush=True)
         _wait(stop, args.duration, _beating(health, _until_stopped(agent, args.state_file)))
         # Stopped by itself: removed (by the controller or an operator), or it failed.
-        on_its_own = agent.reason if agent.stopped else None
-        agent.stop("agent stopping")
-        agent.join(10)
-        # A no-op when the controller removed this epoch already; else the goodbye.
-        controller.remove_replica(args.replica_id, on_its_own or "agent stopped", epoch=epoch)
+        on_its_own = process.stop("agent stopping", removal="agent stopped")
         print(f"replica {args.replica_id} epoch {epoch} stopped: {agent.reason}")
         return 1 if on_its_own else 0
     finally:
-        # After a failure too: its threads would heartbeat, and keep its lease, forever.
-        if agent is not None and not agent.stopped:
-            agent.stop("agent failing")
-            agent.join(10)
+        if process is not None:
+            process.abandon("agent failing")
         if endpoint is not None:
             endpoint.close()
         controller.close()
@@ -353,6 +330,13 @@ EXAMPLE_REPLICAS = [
     ReplicaStatus("r1", 3, "active", 1735732810000, 1735732800500, 1735732000000, ""),
     ReplicaStatus("r2", 1, "removed", None, None, 1735731000000, "lease expired"),
 ]
+EXAMPLE_NOW = 1735732805000
+
+
+def replicas_json(rows: Sequence[ReplicaStatus], now: int) -> list[dict[str, Any]]:
+    """Each replica as the API's ``/api/v1/replicas`` holds it (answers.models.Replica),
+    its lease left by this machine's clock."""
+    return [to_json(replica) for replica in replicas_of(rows, now)]
 
 
 def run_replicas(args: argparse.Namespace) -> int:
@@ -363,10 +347,11 @@ def run_replicas(args: argparse.Namespace) -> int:
         rows = [r for r in controller.replicas() if args.all or r.state != REMOVED]
     finally:
         controller.close()
+    now = now_ms()
     show(
         args.format,
-        replicas_json(rows),
-        replicas_table(rows, now_ms()),
+        replicas_json(rows, now),
+        replicas_table(rows, now),
         headers=not args.no_headers,
     )
     return 0
@@ -374,47 +359,27 @@ def run_replicas(args: argparse.Namespace) -> int:
 
 def run_controller(args: argparse.Namespace) -> int:
     """Runs the lease loop until SIGTERM/SIGINT (or ``--duration``)."""
-    _check_address(from_env(ReplicaConfig).controller_metrics_address, _CONTROLLER_SETTING)
+    from collection_manager.control.service import METRICS_SETTING, run_service
+
+    _check_address(from_env(ReplicaConfig).controller_metrics_address, METRICS_SETTING)
     endpoints = devservices.running(from_env(InfraConfig))
     controller = _controller(endpoints)
-    interval_s = controller.config.lease_check_interval_ms / 1000
-    health = Health()
-    health.watch_loop("leases", max_age_s=max(60.0, 10 * interval_s))
-    health.add_check(
-        "leases", recent("lease check", lambda: controller.last_check_ms, max(30.0, 5 * interval_s))
-    )
-    try:
-        endpoint = serve(
-            controller.config.controller_metrics_address,
-            _CONTROLLER_SETTING,
-            controller_metrics.REGISTRY,
-            health,
+    config = controller.config
+
+    def started(endpoint: Endpoint | None) -> None:
+        print(
+            f"controller: leases of {config.replica_ttl_ms} ms, "
+            f"checked every {config.lease_check_interval_ms} ms"
+            + ("" if endpoint is None else f"; metrics and health at {endpoint.url}"),
+            flush=True,
         )
-    except CollectionManagerError:
-        controller.close()
-        raise
-    stop = _stop_on_signals()
+
+    stop = stop_on_signals()
     timer = threading.Timer(args.duration or 0, stop.set)
     if args.duration is not None:
         timer.start()
-    print(
-        f"controller: leases of {controller.config.replica_ttl_ms} ms, "
-        f"checked every {controller.config.lease_check_interval_ms} ms"
-        + ("" if endpoint is None else f"; metrics and health at {endpoint.url}"),
-        flush=True,
-    )
-    heartbeat = Heartbeat(
-        endpoints.redis_url,
-        CONTROLLER,
-        controller.config.replica_namespace,
-        lambda: {"last_check_ms": controller.last_check_ms},
-    ).start()
     try:
-        controller.run_leases(stop, went_round=lambda: health.beat("leases"))
+        run_service(controller, endpoints.redis_url, stop, started)
     finally:
         timer.cancel()
-        heartbeat.stop()
-        if endpoint is not None:
-            endpoint.close()
-        controller.close()
     return 0

@@ -17,9 +17,9 @@ from collection_manager.config import (
     InfraConfig,
     ReplicaConfig,
     from_env,
+    roles,
 )
 from collection_manager.config.services import running
-from collection_manager.http.service import start
 
 
 def register(commands: Any) -> None:
@@ -42,6 +42,9 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serves until a signal (exit 0) or ``--duration``."""
+    roles.require("server run", "server")
+    from collection_manager.http.service import start
+
     config = from_env(HttpConfig)
     infra = from_env(InfraConfig)
     endpoints = running(infra, needs=("redis",))

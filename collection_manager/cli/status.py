@@ -11,14 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from collection_manager import devservices
+from collection_manager.answers.models import BucketRows
 from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.cli.output import CREATE_HINT, TableView, add_format_option, plural, show
+from collection_manager.cli.partitions import bucket_partition
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
+from collection_manager.core.partitions import assign
 from collection_manager.reading.readiness import wait_until_ready
 from collection_manager.reading.status import (
     TOTALS,
     UNPUBLISHED_COLUMNS,
-    BucketInfo,
     CollectionInfo,
     consumer_summary,
     controller_summary,
@@ -29,7 +31,6 @@ from collection_manager.reading.status import (
 
 # The data parts of status are in reading/status.py, which the HTTP API answers from too;
 # these are named here as well, where the CLI's modules and tests have always found them.
-from collection_manager.reading.status import buckets_json as buckets_json
 from collection_manager.reading.status import collection_info as collection_info
 from collection_manager.reading.status import collection_infos as collection_infos
 from collection_manager.storage.client import connected_client
@@ -44,14 +45,35 @@ WAIT_TIMEOUT_S = 120.0
 
 
 def bucket_table(infos: Sequence[CollectionInfo]) -> TableView:
-    """The rows and time of each bucket of the bucketed collections: at most
-    ``MAX_BUCKETS`` lines per collection."""
+    """The rows, time and Kafka partition of each bucket of the bucketed collections: at
+    most ``MAX_BUCKETS`` lines per collection."""
     return TableView(
         "rows per bucket of the bucketed collections",
-        ["collection", "bucket", "rows", "time"],
-        [(i.spec.name, b.bucket, b.rows, b.time) for i in infos for b in i.buckets],
+        ["collection", "bucket", "rows", "time", "partition"],
+        [
+            (i.spec.name, b.bucket, b.rows, b.time, bucket_partition(i.spec, b.bucket))
+            for i in infos
+            for b in i.buckets
+        ],
         "no bucketed collections",
     )
+
+
+def shared_partitions_table(infos: Sequence[CollectionInfo]) -> TableView | None:
+    """The bucketed collections created on a topic of fewer partitions than they have
+    buckets, or None when there are none."""
+    shared = [
+        (i.spec.name, i.spec.buckets, p.partitions, p.topic)
+        for i in infos
+        if (p := i.spec.partitioning) is not None and p.shared
+    ]
+    if not shared:
+        return None
+    title = (
+        "bucketed collections on fewer partitions than buckets: some of their buckets share "
+        "a partition, applied one after the other (docs/concepts/buckets.md)"
+    )
+    return TableView(title, ["collection", "buckets", "partitions", "topic"], shared, "")
 
 
 def counter_headers() -> list[str]:
@@ -115,10 +137,12 @@ def status_tables(
     unpublished: dict[str, Any] | None = None,
     other_topics: Sequence[str] = (),
     controller: dict[str, Any] | None = None,
+    sinks: Sequence[dict[str, Any]] = (),
 ) -> list[TableView]:
     """The consumer (when it recorded anything), its lag, the controller (when asked), the
     consumers of other topics (when any), the dead letters that could not be published
-    (when any), the collections, and the rows per bucket of the bucketed ones (when any)."""
+    (when any), the collections, the rows per bucket of the bucketed ones (when any), and
+    the sinks (when any)."""
     tables = []
     if recorded:
         rate = consumer["processed_rows_per_s"]
@@ -190,7 +214,26 @@ def status_tables(
     )
     if any(i.buckets for i in infos):
         tables.append(bucket_table(infos))
+    shared = shared_partitions_table(infos)
+    if shared is not None:
+        tables.append(shared)
+    if sinks:
+        tables.append(sinks_table(sinks))
     return tables
+
+
+def sinks_table(sinks: Sequence[dict[str, Any]]) -> TableView:
+    """A line per sink: its process' state, how far it published and how far behind."""
+    return TableView(
+        plural(len(sinks), "sink"),
+        ["sink", "collection", "topic", "state", "position", "behind"],
+        [
+            (s["name"], s["collection"], s["topic"], s["state"], s["position"], s["behind"])
+            for s in sinks
+        ],
+        "",
+        null="-",
+    )
 
 
 EXAMPLE_CONSUMER = consumer_summary(
@@ -240,13 +283,18 @@ EXAMPLE_CONTROLLER = controller_summary(
 
 
 def example_bucketed(counters: dict[str, int]) -> CollectionInfo:
-    """The help's example of a collection of four buckets by ``replica_id``, its two rows in
-    bucket 1 (the times those of ``collections query``'s example cut)."""
+    """The help's example of a collection of four buckets by ``replica_id`` on a topic of 16
+    partitions, its two rows in bucket 1 (the times those of ``collections query``'s
+    example cut)."""
+    name = "frontiers_by_replica"
     spec = dataclasses.replace(
-        introspection_spec("compute_frontiers"), name="frontiers_by_replica", buckets=4
+        introspection_spec("compute_frontiers"),
+        name=name,
+        buckets=4,
+        partitioning=assign(name, 4, 16, "cm.requests"),
     )
     times = (12, 40, 7, 9)
-    buckets = tuple(BucketInfo(b, 2 if b == 1 else 0, t) for b, t in enumerate(times))
+    buckets = tuple(BucketRows(b, 2 if b == 1 else 0, t) for b, t in enumerate(times))
     return CollectionInfo(spec, 2, sum(times), counters, buckets=buckets)
 
 
@@ -316,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
             report.unpublished,
             report.others,
             report.controller,
+            report.sinks,
         ),
         headers=not args.no_headers,
     )

@@ -4,8 +4,9 @@ As Unix ``tail``: the newest ``-n`` changes (default 10), oldest to newest; ``--
 the changes from a time on (of a bucketed collection, after a cut), at most ``-n``, to go
 on from where the last read stopped, or those applied in the last duration (``5m``: the
 log records Redis's clock at each time, ``storage/log_clock.py``); ``-f`` goes on printing
-new changes as they come. Every Redis call is bounded: the newest are read backwards from
-the end of the log, a few entries a call (``ChangeLog.newest``), never the whole log.
+new changes as they come. Every Redis call is bounded: the log is read through its reader
+(``storage/change_log.py``) a few entries a call, the newest backwards from its end
+(``ChangeLog.newest``), never the whole log.
 
 A bucketed collection has a time per bucket and no order across them: its newest ``-n``
 changes are the newest by the clocks the logs record, printed with their bucket and the
@@ -31,6 +32,7 @@ from collection_manager.cli.output import (
     show,
     tsv_line,
 )
+from collection_manager.cli.stores import store_from_env
 from collection_manager.cli.tail_views import (
     cut_tail_cells,
     cut_tail_columns,
@@ -202,8 +204,6 @@ def at_most(changes: CutChanges, count: int) -> CutChanges:
 
 
 def _store() -> RedisStore:
-    from collection_manager.cli.collections import store_from_env
-
     return store_from_env()
 
 
@@ -215,7 +215,7 @@ def run_tail(args: argparse.Namespace) -> int:
     spec = collection_spec(store, args.collection)
     within = None if args.since is None else duration_ms(args.since)
     if within is not None:  # where the last duration begins: then as --since that time/cut
-        given: int | Cut | None = store.since_clock(spec.name, within)
+        given: int | Cut | None = store.reader.since_clock(spec.name, within)
     else:
         given = parse_since(args.since, spec)
     headers = not args.no_headers
@@ -225,14 +225,14 @@ def run_tail(args: argparse.Namespace) -> int:
     assert not isinstance(given, Cut)
     if args.follow:
         if given is None:
-            entries, latest = store.newest(spec.name, args.count)
+            entries, latest = store.reader.newest(spec.name, args.count)
             return follow(store, spec, latest + 1, args.format, headers, entries)
         return follow(store, spec, given, args.format, headers)
     if given is None:
-        entries, latest = store.newest(spec.name, args.count)
+        entries, latest = store.reader.newest(spec.name, args.count)
         table = newest_table(spec, entries, latest)
     else:
-        entries = store.tail(spec.name, given, args.count) if args.count else []
+        entries = store.reader.tail(spec.name, given, args.count) if args.count else []
         _, latest = store.size(spec.name)
         table = tail_table(spec, entries, given, max(args.count, 1), latest)
     show(args.format, tail_json(spec, entries), table, headers=headers)
@@ -247,7 +247,7 @@ def _tail_cut(
     headers: bool,
 ) -> int:
     if given is None:
-        changes = store.newest_buckets(spec.name, args.count)
+        changes = store.reader.newest_buckets(spec.name, args.count)
     elif args.follow:
         return follow_cut(store, spec, given, args.format, headers)
     elif args.count:
@@ -296,7 +296,7 @@ def follow(
         print("\n".join(_change_line(spec, entry, fmt) for entry in first), flush=True)
     try:
         while True:
-            for entry in store.tail(spec.name, since):
+            for entry in store.reader.tail(spec.name, since):
                 print(_change_line(spec, entry, fmt), flush=True)
                 since = entry.time + 1
             time.sleep(FOLLOW_POLL_S)

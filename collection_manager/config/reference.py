@@ -28,7 +28,9 @@ from collection_manager.config import (
     ConsumerConfig,
     HttpConfig,
     InfraConfig,
+    LogConfig,
     ReplicaConfig,
+    SinkConfig,
     SparkConfig,
     env_name,
 )
@@ -42,6 +44,8 @@ CONFIG_CLASSES: tuple[type[Any], ...] = (
     ConsumerConfig,
     ReplicaConfig,
     HttpConfig,
+    SinkConfig,
+    LogConfig,
 )
 
 PAGE = "docs/reference/settings.md"

@@ -122,6 +122,27 @@ def _default_state_dir() -> Path:
     return base / "collection-manager"
 
 
+LOG_FORMATS = ("text", "json")
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig:
+    """How every process logs (collection_manager/observability/logs.py)."""
+
+    log_format: str = setting(
+        "text",
+        "text: a line per record, 'time LEVEL logger: message'; json: one JSON object a line "
+        "(time, level, logger, message, pid and the record's context), the Spark JVM's lines "
+        "too, for a log pipeline.",
+    )
+
+    def __post_init__(self) -> None:
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(
+                f"CM_LOG_FORMAT={self.log_format!r} is none of {', '.join(LOG_FORMATS)}"
+            )
+
+
 @dataclasses.dataclass(frozen=True)
 class InfraConfig:
     """Where Kafka and Redis are, or how to start them locally when they are not given."""
@@ -421,4 +442,27 @@ class HttpConfig:
         15.0,
         "A change stream without changes sends a comment this often, so proxies and "
         "clients keep it open and a client that went away is noticed.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SinkConfig:
+    """`sinks run`: a collection's changes to a Kafka topic (docs/concepts/sinks.md)."""
+
+    sink_metrics_address: str = setting(
+        "",
+        "host:port where `sinks run` serves /metrics, /healthz and /readyz (port 0: any free "
+        "one, printed at start); empty: no listener.",
+    )
+    sink_poll_interval_ms: int = setting(
+        200,
+        "How often a sink asks its collection for changes when it found none: a change "
+        "reaches the sink's topic 0 to this long after it is readable in Redis.",
+    )
+    sink_max_transaction_changes: int = setting(
+        100_000,
+        "Most changes of one Kafka transaction. An unbucketed collection's changes are cut "
+        "at time boundaries into transactions of at most this many; a bucketed "
+        "collection's step (from one consistent cut to the next) is one transaction, and "
+        "a sink that fell behind by more stops, saying so (docs/concepts/sinks.md).",
     )

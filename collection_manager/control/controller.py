@@ -4,18 +4,20 @@
 ``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the replica's rows
 from every introspection collection with a fenced ``Delete`` (keyed by the collection, so it lands
 in order with that collection's appends; in a collection bucketed by ``replica_id``, keyed by the
-one bucket that holds the replica's rows, in order with its appends there; bucketed by another
-column, one part per bucket) and announces the removal; ``check_leases`` removes replicas whose
-heartbeats stopped for the TTL in log time (docs/concepts/leases-and-retention.md) and publishes the
-ticks that move log time. Every publish is flushed before the call returns: a caller that adds a
-replica after removing it can rely on the retractions being ahead of the new incarnation's appends
-in each partition.
+one bucket that holds the replica's rows, and produced to that bucket's partition when the buckets
+were assigned partitions, in order with its appends there; bucketed by another column, one part
+per bucket, each to its bucket's partition) and announces the removal; ``check_leases`` removes
+replicas whose heartbeats stopped for the TTL in log time (docs/concepts/leases-and-retention.md)
+and publishes the ticks that move log time. Every publish is flushed before the call returns: a
+caller that adds a replica after removing it can rely on the retractions being ahead of the new
+incarnation's appends in each partition.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -40,17 +42,17 @@ from collection_manager.control.members import (
 from collection_manager.control.status import ReplicaStatus, statuses
 from collection_manager.control.ticks import Ticker
 from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.fences import Fence
 from collection_manager.core.filters import eq
 from collection_manager.core.outages import OutageLog
 from collection_manager.core.requests import (
     Delete,
-    Fence,
     ReplicaAdded,
     ReplicaRemoved,
     Request,
     request_key,
 )
-from collection_manager.core.routing import route_delete
+from collection_manager.core.routing import partition_of, route_delete
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
@@ -66,6 +68,9 @@ from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
 CONTROLLER_FAULTS: tuple[type[Exception], ...] = (CollectionManagerError, *REDIS_FAULTS)
 
 logger = logging.getLogger(__name__)
+
+# A request and the partition it must be produced to (None: its key picks one).
+Placed = tuple[Request, int | None]
 
 __all__ = ["Controller", "ReplicaStatus", "now_ms"]
 
@@ -160,7 +165,7 @@ class Controller:
             if current is not None and current.state != REMOVED:
                 self.remove_replica(replica_id, "re-added", epoch=current.epoch)
             epoch = self._members.next_epoch(replica_id)
-            self._publish([ReplicaAdded(replica_id, epoch)])
+            self._publish([(ReplicaAdded(replica_id, epoch), None)])
             at = now_ms()
             self._members.update(
                 replica_id, lambda m: added(m, Member(replica_id, epoch, ACTIVE, at))
@@ -193,7 +198,7 @@ class Controller:
                 return None
             fence = Fence(replica_id, member.epoch)
             deletes = self._fenced_deletes(replica_id, reason, fence)
-            self._publish([*deletes, ReplicaRemoved(replica_id, member.epoch)])
+            self._publish([*deletes, (ReplicaRemoved(replica_id, member.epoch), None)])
             at = now_ms()
             self._members.update(replica_id, lambda m: finish_removal(m, member.epoch, at))
             self._members.drop_lease(replica_id)
@@ -202,19 +207,21 @@ class Controller:
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
 
-    def _fenced_deletes(self, replica_id: str, reason: str, fence: Fence) -> list[Request]:
+    def _fenced_deletes(self, replica_id: str, reason: str, fence: Fence) -> list[Placed]:
         """The deletes that retract ``replica_id``'s rows from each replica collection,
         routed by the catalog's buckets as they are now (read per removal: a collection
-        dropped and created again with other buckets is routed as it is now). One the
-        catalog lacks gets an unbucketed delete, as before buckets (a dead letter naming
-        the unknown collection)."""
+        dropped and created again with other buckets is routed as it is now), each with
+        its bucket's partition where the buckets were assigned partitions, as the agents'
+        appends there. One the catalog lacks gets an unbucketed delete, as before buckets
+        (a dead letter naming the unknown collection)."""
         names = self.replica_collections()
         specs = self._declared.catalog_specs(names)
-        deletes: list[Request] = []
+        deletes: list[Placed] = []
         for name in names:
             delete = Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence)
             spec = specs.get(name)
-            deletes.extend([delete] if spec is None else route_delete(delete, spec))
+            routed = [delete] if spec is None else route_delete(delete, spec)
+            deletes.extend((part, partition_of(part, spec)) for part in routed)
         return deletes
 
     def collection_specs(self, names: Sequence[str]) -> dict[str, CollectionSpec]:
@@ -313,6 +320,8 @@ class Controller:
             beats, partitions = _beats(snapshot, active)
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
             removed = self._remove_expired(snapshot.log_times)
+            least = self._leases.least_left(snapshot.log_times)
+            metrics.LEASE_LEFT_MIN.set(math.inf if least is None else least / 1000)
             self._collect(members.values())
             published = self._ticker.tick(at)
             self._clock.published(published)
@@ -416,13 +425,16 @@ class Controller:
 
     # Publishing
 
-    def _publish(self, requests: Sequence[Request]) -> None:
+    def _publish(self, requests: Sequence[Placed]) -> None:
         """Produces ``requests`` in order, each keyed by ``request_key`` (its storage unit,
-        or its replica id), and waits for every acknowledgement."""
+        or its replica id) and to its partition when it has one (else the key picks it),
+        and waits for every acknowledgement."""
         failed_before = self._producer.stats().failed
-        for request in requests:
+        for request, partition in requests:
             key = request_key(request)
-            self._producer.produce(self.topic, key.encode(), encode_request(request))
+            self._producer.produce(
+                self.topic, key.encode(), encode_request(request), partition=partition
+            )
         remaining = self._producer.flush(30)
         failed = self._producer.stats().failed - failed_before
         if remaining or failed:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Mapping
 
-from collection_manager.core.ttl import OneToOneTtl
+from collection_manager.core.expiry_indexes import OneToOneTtl
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +202,22 @@ class LeaseTable:
             for replica_id, _ in ttl.expire(log_times[partition]):
                 expired.append(self._lease(replica_id, self._holders.pop(replica_id)))
         return sorted(expired, key=lambda lease: (lease.expires_at, lease.replica_id))
+
+    def least_left(self, log_times: Mapping[int, int]) -> int | None:
+        """The least log time (ms) any lease held has left before it expires: its expiry
+        minus its partition's log time, the earliest of each partition's index (one peek
+        per partition, not one per lease). None when no lease can expire yet: none held,
+        or none on a partition that has a log time. Below 0 only for a lease past its
+        expiry that :meth:`expire` has not removed yet.
+        """
+        left = [
+            earliest - log_times[partition]
+            for partition, ttl in self._ttl.items()
+            if partition is not None
+            and partition in log_times
+            and (earliest := ttl.earliest_expiry()) is not None
+        ]
+        return min(left, default=None)
 
     @property
     def index_size(self) -> int:

@@ -4,6 +4,8 @@ reading Redis at scrape time."""
 
 from __future__ import annotations
 
+import math
+
 from prometheus_client import Counter, Gauge
 
 from collection_manager.control.members import ACTIVE, REMOVED, REMOVING
@@ -48,6 +50,15 @@ TICKS_LOST = Counter(
     "Ticks the broker did not acknowledge in time (log time stood still until the next).",
     registry=REGISTRY,
 )
+LEASE_LEFT_MIN = Gauge(
+    "cm_controller_lease_left_min_seconds",
+    "The least lease left among the active replicas at the last lease check, in log time "
+    "as expiry is judged: a lease's expiry minus its partition's log time (just renewed: "
+    "the TTL plus the ticks not applied yet); +Inf when no lease can run out yet (no active "
+    "replica, or none whose control requests the consumer applied), NaN before the first "
+    "check.",
+    registry=REGISTRY,
+)
 COLLECTED = Counter(
     "cm_controller_replicas_collected",
     "Removed replicas whose control state was deleted after the retention.",
@@ -57,3 +68,4 @@ COLLECTED = Counter(
 STATES = (ACTIVE, REMOVING, REMOVED)
 for _state in STATES:
     REPLICAS.labels(_state)
+LEASE_LEFT_MIN.set(math.nan)

@@ -24,7 +24,7 @@ settled cut's version and reads again.
 A group whose missing parts will never come (a writer that died between its parts, a part
 refused as a dead letter) would hold the cut back forever: once every part produced with
 it must have reached the consumer (:func:`given_up`), the consumer gives it up and readers
-see its applied parts (``cm_cut_abandoned_groups_total`` counts them).
+see its applied parts (``cm_consumer_cut_groups_given_up_total`` counts them).
 """
 
 from __future__ import annotations
@@ -125,6 +125,24 @@ def consistent_cut(views: Sequence[BucketView], given_up: Collection[str] = ()) 
                     times[bucket] = time - 1
                 moved = True
     return Cut(tuple(times))
+
+
+def held_since(views: Sequence[BucketView], cut: Cut) -> int | None:
+    """When the oldest change ``cut`` holds back was applied (ms, the consumer's clock), or
+    None when it holds back none (it is at every bucket's time).
+
+    A bucket the cut holds back stands just before a part (:func:`consistent_cut` moves it
+    only there), and that part is the first change of the bucket readers do not see; parts
+    are applied in their bucket's time order, so the earliest ``applied_ms`` of the parts
+    after the cut is when the oldest of them all was applied.
+    """
+    held = [
+        part.applied_ms
+        for view, at in zip(views, cut.times, strict=True)
+        for part in view.parts
+        if part.time > at
+    ]
+    return min(held, default=None)
 
 
 def incomplete(views: Sequence[BucketView]) -> dict[str, int]:

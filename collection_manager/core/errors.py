@@ -95,3 +95,26 @@ class InvalidNameError(CollectionManagerError):
 
 class EpochError(CollectionManagerError):
     """An epoch no controller issued: zero, negative, or above the replica's highest."""
+
+
+class LogTrimmedError(CollectionManagerError):
+    """A change log no longer holds changes after a position a reader has still to read
+    (``storage/change_log.py``), or the position is none of the log's any more (the
+    collection was dropped and made again).
+
+    Attributes:
+        trimmed_through: the latest time of a change trimmed from the log, when known.
+        after: the position the reader stood at (a time, or an entry id), when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        collection: str | None = None,
+        trimmed_through: int | None = None,
+        after: str | None = None,
+    ) -> None:
+        super().__init__(message, collection=collection)
+        self.trimmed_through = trimmed_through
+        self.after = after

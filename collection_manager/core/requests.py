@@ -22,6 +22,7 @@ from collection_manager.core.errors import (
     SchemaError,
     UnknownCollectionError,
 )
+from collection_manager.core.fences import Fence
 from collection_manager.core.filters import Filter, validate
 from collection_manager.core.names import check_collection_name, check_replica_id
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
@@ -37,14 +38,6 @@ Update = tuple[Row, int]
 
 def _as_updates(updates: Iterable[tuple[Iterable[Value], int]]) -> tuple[Update, ...]:
     return tuple((tuple(row), diff) for row, diff in updates)
-
-
-@dataclasses.dataclass(frozen=True)
-class Fence:
-    """Epochs ``<= epoch`` of ``replica_id`` are dead (docs/concepts/epochs-and-fences.md)."""
-
-    replica_id: str
-    epoch: int
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,8 +2,11 @@
 
 An append becomes one request per bucket its rows lie in; a delete goes to the buckets its
 filter pins, or to every bucket. Requests sent to several buckets are the parts of one
-group, which readers see whole or not at all. Pure: agents, the embedded API, the
-controller and raw producers (through ``producers/routing.py``) share it.
+group, which readers see whole or not at all. Each request of a bucket goes to that
+bucket's partition when the collection has an assignment (:func:`partition_of`), so all
+of a bucket's requests, appends and deletes alike, share one partition and its order.
+Pure: agents, the embedded API, the controller and raw producers (through
+``producers/routing.py``) share it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterable
 
 from collection_manager.core.buckets import BucketPart, bucket_of, new_group, rows_by_bucket
 from collection_manager.core.filters import And, Cmp, Filter, In
-from collection_manager.core.requests import Append, Delete
+from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
 
 
@@ -69,3 +72,22 @@ def route_delete(delete: Delete, spec: CollectionSpec) -> list[Delete]:
     # An empty IN pins no bucket and matches nothing: one part does it.
     buckets = range(spec.buckets) if pinned is None else (pinned or {0})
     return [dataclasses.replace(delete, bucket=part) for part in parts_for(buckets)]
+
+
+def partition_of(request: Request, spec: CollectionSpec | None) -> int | None:
+    """The partition a routed ``request`` must be produced to: its bucket's, as ``spec``
+    (its collection's catalog definition) assigns them; None when its key picks one, as
+    for control requests (keyed by replica id), an unbucketed collection's and a bucketed
+    one's created before assignments (``core/partitions.py``).
+
+    Raises:
+        ValueError: for a request of another collection than ``spec``'s.
+    """
+    if spec is None or not isinstance(request, Append | Delete) or request.bucket is None:
+        return None
+    if request.collection != spec.collection:
+        raise ValueError(
+            f"a request for {request.collection!r} is placed by its own collection's spec, "
+            f"not by that of {spec.collection!r}"
+        )
+    return spec.partition_of(request.bucket.bucket)

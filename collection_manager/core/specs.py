@@ -23,6 +23,7 @@ from collection_manager.core.buckets import (
 from collection_manager.core.errors import SchemaError
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.numbers import INT_LIMIT, in_domain, outside
+from collection_manager.core.partitions import Partitioning
 
 Value = None | bool | int | float | str
 Row = tuple[Value, ...]
@@ -103,6 +104,9 @@ class CollectionSpec:
             column; ``replica_id`` unless named).
         bucket: set on the spec of one bucket's storage unit (``unit``), whose ``name`` is
             then the unit's name, ``<collection>#<bucket>``.
+        partitioning: the Kafka partition of each bucket, assigned when the collection was
+            created (``core/partitions.py``); None: each request's key picks its partition
+            (an unbucketed collection, or a bucketed one created before assignments).
         columns: derived from ``row_schema``.
 
     Raises:
@@ -117,6 +121,7 @@ class CollectionSpec:
     buckets: int = 1
     bucket_column: str = DEFAULT_BUCKET_COLUMN
     bucket: int | None = None
+    partitioning: Partitioning | None = None
     columns: tuple[Column, ...] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -141,6 +146,13 @@ class CollectionSpec:
             raise SchemaError(
                 f"{self.collection} asks for {self.buckets} buckets; a collection has 1 to "
                 f"{MAX_BUCKETS} (MAX_BUCKETS)",
+                collection=self.collection,
+            )
+        assigned = None if self.partitioning is None else len(self.partitioning.assigned)
+        if assigned is not None and (self.buckets == 1 or assigned != self.buckets):
+            raise SchemaError(
+                f"{self.collection} has {self.buckets} buckets but a partition assignment of "
+                f"{assigned}: only a bucketed collection has one, a partition per bucket",
                 collection=self.collection,
             )
         if self.buckets == 1:
@@ -181,6 +193,12 @@ class CollectionSpec:
             )
         name = unit_name(self.collection, bucket)
         return dataclasses.replace(self, name=name, bucket=bucket)
+
+    def partition_of(self, bucket: int | None) -> int | None:
+        """The partition of ``bucket``'s requests, or None when their key picks it."""
+        if self.partitioning is None or bucket is None:
+            return None
+        return self.partitioning.partition(bucket)
 
     @functools.cached_property
     def exact_types(self) -> tuple[frozenset[type], ...]:

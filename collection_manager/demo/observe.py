@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -22,7 +22,7 @@ from collection_manager.core.specs import Row
 from collection_manager.demo.frames import ConsumerView
 from collection_manager.kafka.security import from_environment
 from collection_manager.storage.client import redis_client
-from collection_manager.storage.keys import consumer_key
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
 from spark_consumers.ttl_clock import trigger_start_ms
@@ -149,12 +149,11 @@ class Observer:
 
     def progress(self) -> dict[str, Any]:
         """The consumer's latest recorded query progress (``{}`` before its first)."""
-        raw = self._redis.hget(consumer_key(self._topic), "progress")
-        return dict(json.loads(cast(str, raw))) if raw else {}
+        return ConsumerStatusRecord(self._redis, self._topic).progress()
 
     def consumer(self, end: Mapping[int, int] | None = None) -> ConsumerView:
         """The consumer's counters, rate and lag (against ``end``, default Kafka's now)."""
-        raw = cast(dict[str, str], self._redis.hgetall(consumer_key(self._topic)))
+        raw = ConsumerStatusRecord(self._redis, self._topic).read()
         progress = json.loads(raw["progress"]) if "progress" in raw else {}
         updates = sum(self.store.stats(c).get("updates", 0) for c in self.collections)
         return ConsumerView(

@@ -265,13 +265,13 @@ def _clear_earlier_runs(
     The controller retracts an incarnation it knows when the replica is added again, but
     rows published without it (an older demo, a test) would stay and fail the comparison.
     Keyed by their unit (the collection, or in one bucketed by ``replica_id`` the replica's
-    bucket), these deletes precede every append of this run in its partition.
+    bucket) and sent to its partition, these deletes precede every append of this run there.
     """
     for replica in plan.fates:
         for spec in collections:
             delete = Delete(spec.name, eq("replica_id", replica), "demo: rows of an earlier run")
-            for key, value in messages_for(delete, spec):
-                producer.produce(topic, key, value)
+            for message in messages_for(delete, spec):
+                producer.produce(topic, message.key, message.value, partition=message.partition)
     if producer.flush(30):
         raise DemoError("the demo's clean-up deletes were not acknowledged", topic=topic)
 

@@ -1,13 +1,12 @@
-"""``collection-manager setup``: everything the product needs from outside, installed once.
+"""``collection-manager setup``: what the installed roles need from outside, installed once.
 
-The jars of the local Kafka broker and of Spark's Kafka connector are resolved from Maven
-Central into the cache, and Debian's ``redis-server``, ``prometheus`` (the server and
-``promtool``, which test the shipped alert rules), ``prometheus-redis-exporter`` (the
-real replicas of the real-fleet test) and ``chromium`` (the browser that the console's test
-drives through Playwright; Playwright's own browser download is not used) are installed
-when they are missing and this runs as root. Every step is skipped when its result is
-already there, so a second run needs no network. Nothing else installs anything: the
-product only checks.
+The jars of the local Kafka broker (``infra up``) are resolved from Maven Central into the
+cache, and those of Spark's Kafka connector too where the consumer role is installed
+(collection_manager/config/roles.py); Debian's ``redis-server`` is installed when it is
+missing and this runs as root. What only the tests use (a browser, Prometheus) is the test
+set-up's (tests/setup.py), which installs it through :func:`debian_program`. Every step is
+skipped when its result is already there, so a second run needs no network. Nothing else
+installs anything: the product only checks.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from collection_manager.config import InfraConfig
+from collection_manager.config import InfraConfig, roles
 from collection_manager.config.machine import require_java
 from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.kafka_broker import BROKER_COORDINATES, broker_jar_dir
@@ -29,24 +28,26 @@ logger = logging.getLogger(__name__)
 
 
 def prepare(config: InfraConfig, extra_spark_packages: Sequence[str] = ()) -> list[str]:
-    """Resolves the broker's and Spark's jars and installs redis-server; says what is where."""
+    """Resolves the jars and installs redis-server that the installed roles need; says what
+    is where."""
     done = [f"java: {require_java()}"]
     broker = broker_jar_dir(config)
     resolve_jars(BROKER_COORDINATES, broker, config.maven_timeout_s)
     done.append(f"kafka broker jars: {broker}")
-    spark = connector_dir(config, extra_spark_packages)
-    resolve_jars(connector_coordinates(extra_spark_packages), spark, config.maven_timeout_s)
-    done.append(f"spark kafka connector jars: {spark}")
-    done.append(f"redis-server: {_debian('redis-server', 'redis-server', 'or set CM_REDIS_URL')}")
-    done.append(f"prometheus: {_debian('prometheus', 'promtool', 'for the alert rules tests')}")
-    exporter = "prometheus-redis-exporter"
-    done.append(f"{exporter}: {_debian(exporter, exporter, 'for the real-fleet test')}")
-    done.append(f"chromium: {_debian('chromium', 'chromium', 'for the console test')}")
+    if roles.installed("consumer"):
+        spark = connector_dir(config, extra_spark_packages)
+        resolve_jars(connector_coordinates(extra_spark_packages), spark, config.maven_timeout_s)
+        done.append(f"spark kafka connector jars: {spark}")
+    else:
+        done.append("spark kafka connector jars: not needed (the consumer role is not installed)")
+    redis = debian_program("redis-server", "redis-server", "or set CM_REDIS_URL")
+    done.append(f"redis-server: {redis}")
     return done
 
 
-def _debian(package: str, program: str, otherwise: str) -> str:
-    """Where ``program`` is, installing Debian's ``package`` first when it is missing."""
+def debian_program(package: str, program: str, otherwise: str) -> str:
+    """Where ``program`` is, installing Debian's ``package`` first when it is missing (as
+    root, where apt-get is); else a line saying how to install it, and ``otherwise``."""
     found = shutil.which(program)
     if found:
         return found

@@ -4,8 +4,9 @@ Under ``/api/v1/`` (described by the OpenAPI document it serves, ``openapi.py``)
 collections, a collection's rows at one consistent time as JSON, NDJSON or Arrow
 (``rows.py``), its changes as Server-Sent Events (``changes.py``), the replicas and the
 status. ``/metrics``, ``/healthz`` and ``/readyz`` as every long-running process has.
-The server (``server.py``) is the standard library's threading HTTP server, not an ASGI
-stack: every read is a blocking redis-py loop of bounded steps, which a thread runs as it
-is, and a blocking socket write is a stream's back-pressure, with no framework to add.
+The server is Starlette on uvicorn: Starlette's routes (``app.py``) built from the API's
+(``api.py``), uvicorn listening (``server.py``). Every read is a blocking redis-py loop of
+bounded steps, run in a bounded thread pool, and a send that waits while the client reads
+nothing is a stream's back-pressure (``response.py``).
 docs/operations.md, "Reading over HTTP", gives each bound.
 """

@@ -1,21 +1,31 @@
 """The API as a function from a request to an answer: routes, methods, the token, the bounds,
-CORS, and every failure as a problem document. No socket here (``server.py`` has them).
+CORS, and every failure as a problem document. No socket here (``app.py`` routes requests
+with Starlette to :meth:`Api.own`, :meth:`Api.page` and :meth:`Api.call`, ``server.py``
+listens).
 
 The order of the checks: the process' own paths (``/metrics``, ``/healthz``, ``/readyz``:
 open, as every process serves them), the web console's files (``/``, ``collection_manager/
-console``: open, its reads need the token), then for ``/api/``: a CORS preflight, the method
-(GET and HEAD only: read-only), the token, the route, a slot of the route's kind, and the
-handler, within the request's deadline.
+console``: open, its reads need the token), then for any other path: a CORS preflight, the
+method (GET and HEAD only: read-only), the token, the route, a slot of the route's kind, and
+the handler, within the request's deadline.
+
+A route matches the path as it was sent, still percent-encoded, with Starlette's own
+matching (``compile_path``: ``{name}`` is one segment, never empty); each argument is then
+decoded on its own, strictly. So ``a%2Fb`` is the one name ``a/b`` (refused by its handler,
+saying why), and a segment that is no UTF-8 is no path of the API (404).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.routing import compile_path
 
 from collection_manager import console
 from collection_manager.config import HttpConfig
@@ -38,6 +48,8 @@ from collection_manager.observability.health import Health
 Handler = Callable[[Call, Request], Answer]
 
 READ_METHODS = ("GET", "HEAD")
+# Every process' own paths, answered before (and beside) the API's.
+OWN_PATHS = ("/metrics", "/healthz", "/readyz")
 _PLAIN = "text/plain; charset=utf-8"
 
 
@@ -59,20 +71,16 @@ class Route:
     def streams(self, request: Request) -> bool:
         return self.stream(request) if callable(self.stream) else self.stream
 
-    def match(self, segments: list[str]) -> dict[str, str] | None:
-        """The template's arguments in ``segments`` (decoded), or None when it differs."""
-        parts = self.template.split("/")
-        if len(parts) != len(segments):
-            return None
-        arguments = {}
-        for part, segment in zip(parts, segments, strict=True):
-            if part.startswith("{"):
-                if not segment:
-                    return None
-                arguments[part.strip("{}")] = segment
-            elif part != segment:
-                return None
-        return arguments
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The template as Starlette's router matches it (its routes are built from these)."""
+        return compile_path(self.template)[0]
+
+    def match(self, path: str) -> dict[str, str] | None:
+        """The template's arguments in ``path`` as sent (each decoded), or None when it
+        differs or an argument is no UTF-8."""
+        found = self.pattern.match(path)
+        return None if found is None else decoded(found.groupdict())
 
 
 ROUTES = (
@@ -87,14 +95,19 @@ ROUTES = (
 _ENDPOINTS = ", ".join(route.template for route in ROUTES)
 
 
-def route_of(path: str) -> tuple[Route | None, dict[str, str]]:
-    """The route of ``path`` and its arguments; (None, {}) when none matches."""
+def decoded(arguments: Mapping[str, str]) -> dict[str, str] | None:
+    """A route's arguments as matched in the path as sent, each percent-decoded on its own;
+    None when one is no UTF-8."""
     try:
-        segments = [urllib.parse.unquote(s, errors="strict") for s in path.split("/")]
+        return {k: urllib.parse.unquote(v, errors="strict") for k, v in arguments.items()}
     except UnicodeDecodeError:
-        return None, {}
+        return None
+
+
+def route_of(path: str) -> tuple[Route | None, dict[str, str]]:
+    """The route of ``path`` (as sent) and its arguments; (None, {}) when none matches."""
     for route in ROUTES:
-        arguments = route.match(segments)
+        arguments = route.match(path)
         if arguments is not None:
             return route, arguments
     return None, {}
@@ -129,18 +142,30 @@ class Api:
         self.cors = Cors.of(config.http_cors_origins)
 
     def answer(self, request: Request) -> Answer:
-        """The answer to ``request``; never raises (a failure is a problem answer)."""
-        if request.path in ("/metrics", "/healthz", "/readyz"):
-            return self._own(request)
-        page = None if request.path.startswith("/api/") else console.asset(request.path)
-        if page is not None and request.method in READ_METHODS:
-            # The web console's own files: open, as a page needs no token (its reads do).
-            headers = {"Cache-Control": "no-cache"}
-            return Answer(page.body, page.content_type, headers=headers, route="console")
+        """The answer to ``request``, routed as the server's Starlette routes route it (for a
+        caller without a server); never raises (a failure is a problem answer)."""
+        if request.path in OWN_PATHS:
+            return self.own(request)
+        if request.path in console.paths():
+            return self.page(request)
         route, arguments = route_of(request.path)
+        return self.call(route, dataclasses.replace(request, arguments=arguments))
+
+    def page(self, request: Request) -> Answer:
+        """A file of the web console: open, as a page needs no token (its reads do); to any
+        method but a read, the API's answer."""
+        page = console.asset(request.path)
+        if page is None or request.method not in READ_METHODS:
+            return self.call(None, request)
+        headers = {"Cache-Control": "no-cache"}
+        return Answer(page.body, page.content_type, headers=headers, route="console")
+
+    def call(self, route: Route | None, request: Request) -> Answer:
+        """The API's answer to ``request`` (its arguments those of ``route``, None when no
+        route matched); never raises (a failure is a problem answer)."""
         label = route.template if route is not None else "other"
         try:
-            answer = self._api(request, route, arguments)
+            answer = self._api(request, route)
         except Exception as exc:
             problem = problem_of(exc)
             metrics.ERRORS.labels(label, problem.kind).inc()
@@ -153,7 +178,7 @@ class Api:
             answer.headers["Vary"] = "Origin"
         return answer
 
-    def _api(self, request: Request, route: Route | None, arguments: dict[str, str]) -> Answer:
+    def _api(self, request: Request, route: Route | None) -> Answer:
         if request.method == "OPTIONS" and self.cors.enabled:
             return self._preflight(request)
         if request.method not in READ_METHODS:
@@ -173,7 +198,7 @@ class Api:
         try:
             deadline = Deadline(self.config.http_request_timeout_s, TIMEOUT_SETTING, ticket)
             call = Call(self.sources, self.config, deadline, self.stopping)
-            answer = route.handler(call, dataclasses.replace(request, arguments=arguments))
+            answer = route.handler(call, request)
         except BaseException:
             ticket.release()
             raise
@@ -193,7 +218,7 @@ class Api:
             )
         return answer
 
-    def _own(self, request: Request) -> Answer:
+    def own(self, request: Request) -> Answer:
         """``/metrics``, ``/healthz``, ``/readyz``: as the other processes serve them."""
         if request.method not in READ_METHODS:
             return Answer(b"GET or HEAD only\n", _PLAIN, 405, {"Allow": "GET, HEAD"})

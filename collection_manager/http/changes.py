@@ -28,17 +28,16 @@ keeps the stream open (keep-alives go on) until it answers again.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
+from collection_manager.core import json_text
 from collection_manager.core.cut import Cut, CutError
-from collection_manager.core.errors import InfrastructureError
+from collection_manager.core.errors import InfrastructureError, LogTrimmedError
 from collection_manager.core.names import check_collection_name
-from collection_manager.core.specs import CollectionSpec, Row
-from collection_manager.core.stepped_read import Change
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.http import metrics
 from collection_manager.http.context import Call
 from collection_manager.http.exchange import Answer, Request
@@ -47,10 +46,11 @@ from collection_manager.http.negotiation import EVENT_STREAM, choose
 from collection_manager.http.params import Query, parse_position
 from collection_manager.http.problems import Problem
 from collection_manager.reading.rows import as_object
+from collection_manager.storage.catalog import raw_record
+from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.client import REDIS_FAULTS
-from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.reads import CutChanges
-from collection_manager.storage.step_reads import ChangeLog, LogEntries, log_changes, readable_time
+from collection_manager.storage.step_reads import readable_time
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,6 @@ POLL_S = 0.2
 # Changes one event holds at most (a time, or a bucket's time, is never split: one with
 # more comes whole); a catch-up of more is sent as several events.
 EVENT_CHANGES = 2_000
-# Change-log entries one XRANGE reads (each holds up to 512 changes of one time).
-_LOG_ENTRIES = 20
 # How long a client waits before it reconnects when the stream ends (the SSE retry field).
 RETRY_MS = 1_000
 # What a poll waits through: Redis away or failing over, a cut read while settles overtake.
@@ -90,8 +88,7 @@ def position_json(position: Position) -> int | str:
 def sse_event(kind: str, event_id: str | None, data: Any) -> bytes:
     """One Server-Sent Event; ``data`` as one line of JSON (it holds no newline)."""
     head = "" if event_id is None else f"id: {event_id}\n"
-    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return f"{head}event: {kind}\ndata: {body}\n\n".encode()
+    return f"{head}event: {kind}\ndata: ".encode() + json_text.compact(data) + b"\n\n"
 
 
 def trimmed_past(
@@ -103,17 +100,28 @@ def trimmed_past(
     entries are added, and a bucket that did not move is checked once it does).
     """
     if isinstance(position, int):
-        trimmed = ChangeLog(client, spec.name).trimmed_through()
-        if trimmed > position:
-            return f"the change log of {spec.name} was trimmed through time {trimmed}"
+        try:
+            ChangeLog(client, spec.name).check_held(position)
+        except LogTrimmedError as exc:
+            return _why(spec, exc)
         return None
     for bucket, unit in enumerate(spec.units()):
         if moved is not None and moved.times[bucket] <= position.times[bucket]:
             continue
-        trimmed = ChangeLog(client, unit.name).trimmed_through()
-        if trimmed > position.times[bucket]:
-            return f"the change log of {spec.name}'s bucket {bucket} was trimmed through {trimmed}"
+        try:
+            ChangeLog(client, unit.name).check_held(position.times[bucket])
+        except LogTrimmedError as exc:
+            return _why(spec, exc, bucket)
     return None
+
+
+def _why(spec: CollectionSpec, trimmed: LogTrimmedError, bucket: int | None = None) -> str:
+    if bucket is None:
+        return f"the change log of {spec.name} was trimmed through time {trimmed.trimmed_through}"
+    return (
+        f"the change log of {spec.name}'s bucket {bucket} was trimmed through "
+        f"{trimmed.trimmed_through}"
+    )
 
 
 def _log_trimmed(why: str, position: Position, parameter: str | None) -> Problem:
@@ -123,43 +131,6 @@ def _log_trimmed(why: str, position: Position, parameter: str | None) -> Problem
         "again (/rows) and follow the changes from their as_of",
         parameter=parameter,
     )
-
-
-def read_times(
-    client: Any, name: str, after: int, through: int, most: int
-) -> tuple[list[Change[Row]], int]:
-    """The changes of the times in ``(after, through]``, whole times only, until they hold
-    ``most`` changes or ``through`` is reached; and the time they reach.
-
-    ``through`` must be readable (its changes all in the log). After each read of the log
-    its trimming is checked: nothing after ``after`` may have gone before it was read.
-
-    Raises:
-        FeedEnded: when the log was trimmed past ``after``.
-    """
-    key = CollectionKeys(name).log
-    whole: list[Change[Row]] = []  # changes of times known complete
-    current: list[Change[Row]] = []  # of the latest time read, maybe not complete yet
-    reached = after
-    start = f"{after + 1}-0"
-    while True:
-        entries = cast(
-            LogEntries, client.xrange(key, min=start, max=str(through), count=_LOG_ENTRIES)
-        )
-        trimmed = ChangeLog(client, name).trimmed_through()
-        if trimmed > after:
-            why = f"the change log of {name} was trimmed through time {trimmed}"
-            raise FeedEnded(_log_trimmed(why, after, None))
-        for change in log_changes(entries):
-            if current and change.time != current[0].time:
-                whole.extend(current)
-                reached, current = current[0].time, []
-            current.append(change)
-        if len(entries) < _LOG_ENTRIES:  # the end: every entry up to `through` was read
-            return whole + current, through
-        if len(whole) >= most:  # the latest time is read again by the next call
-            return whole, reached
-        start = "(" + entries[-1][0].decode()
 
 
 def at_least(changes: CutChanges, since: Cut) -> CutChanges:
@@ -239,7 +210,7 @@ class Feed:
     def _poll(self) -> Iterator[bytes]:
         """Every event there is now: each read once the one before it was written."""
         client = self._call.sources.client
-        if client.hget(CATALOG, self._spec.name) != self._record:
+        if raw_record(client, self._spec.name) != self._record:
             raise FeedEnded(
                 Problem(
                     "unknown-collection",
@@ -256,10 +227,12 @@ class Feed:
     def _poll_times(self, client: Any) -> Iterator[bytes]:
         assert isinstance(self.position, int)
         through = readable_time(client, self._spec.name)
+        log = ChangeLog(client, self._spec.name)
         while self.position < through:
-            changes, reached = read_times(
-                client, self._spec.name, self.position, through, EVENT_CHANGES
-            )
+            try:  # the log's trimming is checked after each read: nothing skipped
+                changes, reached = log.times(self.position, through, EVENT_CHANGES)
+            except LogTrimmedError as exc:
+                raise FeedEnded(_log_trimmed(_why(self._spec, exc), self.position, None)) from None
             self.position = reached
             if changes:
                 entries = [
@@ -319,7 +292,7 @@ def follow_changes(call: Call, request: Request) -> Answer:
     def start() -> tuple[CollectionSpec, bytes | None, Position]:
         store = call.sources.store()
         spec = store.spec(name)
-        record = cast(bytes | None, call.sources.client.hget(CATALOG, spec.name))
+        record = raw_record(call.sources.client, spec.name)
         if given is None:
             return spec, record, _start_now(call, spec)
         position = parse_position(given, spec, parameter)

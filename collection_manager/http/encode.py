@@ -11,11 +11,11 @@ per step.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
+from collection_manager.core import json_text
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.reading.rows import as_object, query_json
 from collection_manager.storage.reads import Snapshot
@@ -33,7 +33,7 @@ _ARROW_TYPES = {
 
 def _dumps(value: object) -> bytes:
     # Compact, and non-ASCII text as UTF-8 (the answers say charset=utf-8).
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return json_text.compact(value)
 
 
 def json_answer(spec: CollectionSpec, snapshot: Snapshot) -> bytes:
@@ -100,15 +100,14 @@ def arrow_answer(spec: CollectionSpec, as_of: int | str, steps: Steps) -> Iterat
         for step in steps:
             if not step:
                 continue
-            batch = list(step.items())
-            columns = [list(values) for values in zip(*(row for row, _ in batch), strict=True)]
-            if not columns:  # a collection without columns: only the counts
-                columns = [[] for _ in spec.columns]
+            # The rows' columns straight from the step's keys, its counts from its values
+            # (a dict iterates both in one order): no list of pairs, no copy per column.
+            columns = list(zip(*step, strict=True))
             arrays = [
                 pa.array(values, type=field.type)
                 for values, field in zip(columns, schema, strict=False)
-            ]
-            arrays.append(pa.array([count for _, count in batch], type=pa.int64()))
+            ]  # a collection without columns: no arrays, only the counts
+            arrays.append(pa.array(list(step.values()), type=pa.int64()))
             writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
             yield sink.take()
     yield sink.take()

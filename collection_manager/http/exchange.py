@@ -8,10 +8,10 @@ whole or, for a body that is an iterator, chunk by chunk as the handler makes it
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from collection_manager.core import json_text
 from collection_manager.http.negotiation import JSON
 
 
@@ -59,5 +59,5 @@ class Answer:
 
 def json_answer(document: Any, status: int = 200) -> Answer:
     """A JSON document as an answer."""
-    body = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    body = json_text.compact(document) + b"\n"
     return Answer(body, JSON, status)

@@ -1,9 +1,10 @@
 """What a failure of a handler becomes: the problem its client gets, and one log line.
 
 The project's own errors say what is wrong in words meant for the user, so their message is
-the detail (a Redis URL in it redacted). A fault of Redis is 503: the store cannot answer
-now, and the client may try again. Anything else is a bug: 500 with its type only, and its
-message on one line of the server's log; never a traceback, to the client or the log.
+the detail (a Redis URL in it redacted); a change log trimmed past the position asked for
+is 410. A fault of Redis is 503: the store cannot answer now, and the client may try again.
+Anything else is a bug: 500 with its type only, and its message on one line of the
+server's log; never a traceback, to the client or the log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collection_manager.core.errors import (
     FilterError,
     InfrastructureError,
     InvalidNameError,
+    LogTrimmedError,
     UnknownCollectionError,
 )
 from collection_manager.core.stepped_read import SteppedReadError
@@ -43,6 +45,10 @@ def problem_of(exc: BaseException) -> Problem:
         return Problem("unknown-collection", redact(exc.message), parameter="name")
     if isinstance(exc, FilterError):
         return Problem("bad-parameter", redact(exc.message), parameter="where")
+    if isinstance(exc, LogTrimmedError):
+        # The change log's reader: the changes after a position are gone (the change feed
+        # words its own, naming the position and what to read instead).
+        return Problem("log-trimmed", redact(exc.message))
     if isinstance(exc, SteppedReadError | CutError):
         # No consistent read this time (a failover, a settle overtaking it): again, soon.
         return Problem("unavailable", redact(exc.message), headers=dict(_AGAIN))

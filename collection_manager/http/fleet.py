@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import time
 
+from collection_manager.answers import to_json
 from collection_manager.http.context import Call
 from collection_manager.http.exchange import Answer, Request, json_answer
 from collection_manager.http.params import Query, parse_flag
 from collection_manager.http.problems import bad_parameter
-from collection_manager.reading.replicas import read_replicas, replicas_json
+from collection_manager.reading.replicas import read_replicas, replica_list
 from collection_manager.reading.status import read_status
 
 # Kafka's rule for topic names.
@@ -22,20 +23,14 @@ _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 def list_replicas(call: Call, request: Request) -> Answer:
-    """``{"at_ms", "replicas": [...]}``: each replica as ``replicas --format json`` shows it,
-    and ``lease_left_ms``, how long its lease has left (lease expiry minus ``at_ms``, this
-    server's clock; negative once past, null without a lease). ``all=true``: also the
-    removed replicas the retention still keeps."""
+    """The replicas as ``replicas list --format json`` shows them, read at ``at_ms`` by this
+    server's clock. ``all=true``: also the removed replicas the retention still keeps."""
     query = Query(request.query, single=("all",))
     removed = parse_flag("all", query.one("all"))
     sources = call.sources
     rows = call.read(lambda: read_replicas(sources.client, sources.namespace, removed))
     now = int(time.time() * 1000)
-    replicas = []
-    for entry in replicas_json(rows):
-        expires = entry["lease_expires_ms"]
-        replicas.append({**entry, "lease_left_ms": None if expires is None else expires - now})
-    return json_answer({"at_ms": now, "namespace": sources.namespace, "replicas": replicas})
+    return json_answer(to_json(replica_list(rows, sources.namespace, now)))
 
 
 def show_status(call: Call, request: Request) -> Answer:

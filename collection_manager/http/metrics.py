@@ -49,6 +49,6 @@ ROWS = Counter(
 )
 CONNECTIONS_REFUSED = Counter(
     "cm_http_connections_refused",
-    "Connections closed at once because the server held its most connections.",
+    "Requests refused (503) at once because the server served its most at once.",
     registry=REGISTRY,
 )

@@ -1,9 +1,11 @@
 """The OpenAPI 3.1 document of the API, served at ``/api/v1/openapi.json``.
 
-Written here, beside the handlers it describes, and held to them by a property test
-(schemathesis: every operation, generated parameters, each answer checked against its
-schema and status codes). It describes the server as it runs: with a token set, every
-operation requires the bearer scheme.
+The answers' schemas are made from their models (``collection_manager/answers``), the
+one definition the handlers, the commands' JSON and the client share; the operations and
+their parameters are written here, beside the handlers they describe. A property test
+holds them to the server (schemathesis: every operation, generated parameters, each
+answer checked against its schema and status codes). It describes the server as it runs:
+with a token set, every operation requires the bearer scheme.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from collection_manager import release
-from collection_manager.core.buckets import MAX_BUCKETS
+from collection_manager.answers import MODELS, schemas
+from collection_manager.answers.models import CollectionDetail, CollectionList, ReplicaList
+from collection_manager.answers.rows import Rows
+from collection_manager.answers.schema import ref
+from collection_manager.answers.status import Status
 from collection_manager.http.negotiation import ARROW, EVENT_STREAM, JSON, NDJSON
 from collection_manager.http.params import MAX_WHERE_TERMS
 from collection_manager.http.problems import KINDS, MEDIA_TYPE, TYPE_PREFIX
@@ -25,19 +31,10 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _nullable(kind: str) -> dict[str, Any]:
-    return {"type": [kind, "null"]}
-
-
-_INT = {"type": "integer"}
 _STRING = {"type": "string"}
-_AS_OF = {
-    "description": "The time read at; of a bucketed collection, its cut: a time per bucket "
-    "joined by commas, bucket 0 first (12,40,7).",
-    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[0-9,]+$"}],
-}
-_VALUE = {"type": ["string", "integer", "number", "boolean", "null"]}
 
+# The answers' schemas are made from their models (collection_manager/answers); the
+# problem document is RFC 9457's, written here.
 SCHEMAS: dict[str, Any] = {
     "Problem": {
         "type": "object",
@@ -54,190 +51,6 @@ SCHEMAS: dict[str, Any] = {
             "instance": _STRING,
             "parameter": {"type": "string", "description": "The parameter at fault."},
             "bound": {"type": "number", "description": "The limit that was broken."},
-        },
-    },
-    "Column": {
-        "type": "object",
-        "required": ["name", "type", "nullable", "indexed"],
-        "properties": {
-            "name": _STRING,
-            "type": {"enum": ["long", "double", "boolean", "string"]},
-            "nullable": {"type": "boolean"},
-            "indexed": {"type": "boolean"},
-        },
-    },
-    "Collection": {
-        "type": "object",
-        "required": [
-            "name",
-            "rows",
-            "time",
-            "columns",
-            "indexed_columns",
-            "buckets",
-            "bucket_column",
-        ],
-        "properties": {
-            "name": _STRING,
-            "rows": {"type": "integer", "description": "Distinct rows (a bucketed one: the sum)."},
-            "time": {
-                "type": "integer",
-                "description": "Latest readable time (a bucketed one: its buckets' sum).",
-            },
-            "columns": {"type": "array", "items": _ref("Column")},
-            "indexed_columns": {"type": "array", "items": _STRING},
-            "buckets": {"type": "integer", "minimum": 1, "maximum": MAX_BUCKETS},
-            "bucket_column": _nullable("string"),
-        },
-    },
-    "CollectionDetail": {
-        "allOf": [
-            _ref("Collection"),
-            {
-                "type": "object",
-                "required": ["counters", "ttl", "row_schema", "bucket_rows"],
-                "properties": {
-                    "counters": {"type": "object", "additionalProperties": _INT},
-                    "ttl": {
-                        "type": "object",
-                        "required": ["rows", "next_expiry_ms"],
-                        "properties": {"rows": _INT, "next_expiry_ms": _nullable("integer")},
-                    },
-                    "row_schema": {"type": "object"},
-                    "bucket_rows": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["bucket", "rows", "time"],
-                            "properties": {"bucket": _INT, "rows": _INT, "time": _INT},
-                        },
-                    },
-                },
-            },
-        ]
-    },
-    "Rows": {
-        "type": "object",
-        "required": ["collection", "as_of", "rows"],
-        "properties": {
-            "collection": _STRING,
-            "as_of": _AS_OF,
-            "rows": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["row", "count"],
-                    "properties": {
-                        "row": {"type": "object", "additionalProperties": _VALUE},
-                        "count": {
-                            "type": "integer",
-                            "description": "The row's multiplicity (negative after invalid "
-                            "retractions).",
-                        },
-                    },
-                },
-            },
-        },
-    },
-    "Replica": {
-        "type": "object",
-        "required": [
-            "replica_id",
-            "epoch",
-            "state",
-            "lease_expires_ms",
-            "lease_left_ms",
-            "last_heartbeat_ms",
-            "added_ms",
-            "reason",
-        ],
-        "properties": {
-            "replica_id": _STRING,
-            "epoch": _INT,
-            "state": {"enum": ["active", "removing", "removed"]},
-            "lease_expires_ms": _nullable("integer"),
-            "lease_left_ms": _nullable("integer"),
-            "last_heartbeat_ms": _nullable("integer"),
-            "added_ms": _INT,
-            "reason": _STRING,
-        },
-    },
-    "Status": {
-        "type": "object",
-        "required": [
-            "consumer",
-            "controller",
-            "other_topics",
-            "unpublished_dead_letters",
-            "collections",
-        ],
-        "properties": {
-            "consumer": {
-                "type": "object",
-                "description": "The consumer of the topic: state is running, retrying, "
-                "stopped (its heartbeat key expired) or unknown (it never beat); lag_total "
-                "and lag are null when Kafka is not reachable, and kafka_detail says why.",
-                "required": [
-                    "topic",
-                    "state",
-                    "kafka",
-                    "lag_total",
-                    "lag",
-                    "batches",
-                    "dead_letters",
-                ],
-                "properties": {
-                    "topic": _STRING,
-                    "state": _STRING,
-                    "state_since_ms": _nullable("integer"),
-                    "last_seen_ms": _nullable("integer"),
-                    "kafka": {
-                        "enum": ["reachable", "unreachable", "not running", "not configured"]
-                    },
-                    "kafka_detail": _nullable("string"),
-                    "batches": _INT,
-                    "dead_letters": _INT,
-                    "control_requests": _INT,
-                    "lag_total": _nullable("integer"),
-                    "lag": {
-                        "type": ["array", "null"],
-                        "items": {
-                            "type": "object",
-                            "required": ["topic", "partition", "lag"],
-                            "properties": {"topic": _STRING, "partition": _INT, "lag": _INT},
-                        },
-                    },
-                },
-            },
-            "controller": {
-                "type": "object",
-                "required": ["namespace", "state"],
-                "properties": {
-                    "namespace": _STRING,
-                    "state": {"enum": ["running", "stopped", "unknown"]},
-                    "last_seen_ms": _nullable("integer"),
-                    "last_check_ms": _nullable("integer"),
-                },
-            },
-            "other_topics": {"type": "array", "items": _STRING},
-            "unpublished_dead_letters": {
-                "type": "object",
-                "required": ["count", "newest"],
-                "properties": {"count": _INT, "newest": {"type": "array"}},
-            },
-            "collections": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["name", "rows", "time", "counters"],
-                    "properties": {
-                        "name": _STRING,
-                        "rows": _INT,
-                        "time": _INT,
-                        "counters": {"type": "object", "additionalProperties": _INT},
-                    },
-                },
-            },
         },
     },
 }
@@ -289,7 +102,7 @@ def _operation(
 def document(token: bool) -> dict[str, Any]:
     """The OpenAPI document; ``token``: the server asks for a bearer token."""
     rows_content = {
-        JSON: {"schema": _ref("Rows")},
+        JSON: {"schema": ref(Rows)},
         NDJSON: {
             "schema": {
                 "type": "string",
@@ -311,19 +124,12 @@ def document(token: bool) -> dict[str, Any]:
         f"{API}/collections": _operation(
             "Every collection",
             "Name, rows, time, columns, indexed columns, buckets and bucket column of each.",
-            _json(
-                "The collections",
-                {
-                    "type": "object",
-                    "required": ["collections"],
-                    "properties": {"collections": {"type": "array", "items": _ref("Collection")}},
-                },
-            ),
+            _json("The collections", ref(CollectionList)),
         ),
         f"{API}/collections/{{name}}": _operation(
             "One collection",
             "Its columns, counters, row TTLs, row schema and, when bucketed, each bucket's rows.",
-            _json("The collection", _ref("CollectionDetail")),
+            _json("The collection", ref(CollectionDetail)),
             [_NAME],
             (404,),
         ),
@@ -387,18 +193,7 @@ def document(token: bool) -> dict[str, Any]:
         f"{API}/replicas": _operation(
             "The replicas",
             "Epoch, state, lease expiry and what is left of it, last heartbeat.",
-            _json(
-                "The replicas",
-                {
-                    "type": "object",
-                    "required": ["at_ms", "namespace", "replicas"],
-                    "properties": {
-                        "at_ms": _INT,
-                        "namespace": _STRING,
-                        "replicas": {"type": "array", "items": _ref("Replica")},
-                    },
-                },
-            ),
+            _json("The replicas", ref(ReplicaList)),
             [
                 {
                     "name": "all",
@@ -412,7 +207,7 @@ def document(token: bool) -> dict[str, Any]:
         f"{API}/status": _operation(
             "The consumer, the controller, dead letters and collections",
             "What status shows: a process whose heartbeat stopped is stopped.",
-            _json("The status", _ref("Status")),
+            _json("The status", ref(Status)),
             [
                 {
                     "name": "topic",
@@ -439,7 +234,7 @@ def document(token: bool) -> dict[str, Any]:
             "replicas and the status (docs/operations.md, Reading over HTTP).",
         },
         "paths": paths,
-        "components": {"schemas": SCHEMAS},
+        "components": {"schemas": {**schemas(*MODELS), **SCHEMAS}},
     }
     if token:
         spec["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}

@@ -13,9 +13,10 @@ from pathlib import Path
 from collection_manager.config import HttpConfig, redact_url
 from collection_manager.config.errors import ConfigError
 from collection_manager.http.api import Api
+from collection_manager.http.app import SPARE_CONNECTIONS
 from collection_manager.http.context import Sources
 from collection_manager.http.security import check_exposure, tls_context
-from collection_manager.http.server import SETTING, SPARE_CONNECTIONS, ApiServer
+from collection_manager.http.server import SETTING, ApiServer
 from collection_manager.observability.endpoint import parse_address
 from collection_manager.observability.health import Health
 from collection_manager.storage.client import connected_client
@@ -95,11 +96,21 @@ def start(
     health.add_check("redis", redis_answers)
     api = Api(sources, config, health)
     connections = config.http_max_requests + config.http_max_streams + SPARE_CONNECTIONS
+    files = None if tls is None else (config.http_tls_cert_file, config.http_tls_key_file)
     try:
         server = ApiServer(
-            config.http_address, api, tls, config.http_request_timeout_s, connections
+            config.http_address,
+            api,
+            files,  # type: ignore[arg-type]  # both set: tls_context checked them
+            config.http_request_timeout_s,
+            config.http_keepalive_s,
+            connections,
         )
     except BaseException:
         client.close()
         raise
-    return Service(server.start(), sources)
+    try:
+        return Service(server.start(), sources)
+    except BaseException:
+        client.close()
+        raise

@@ -67,6 +67,47 @@ def partition_count(client: Any, topic: str, timeout_s: float = _REQUEST_TIMEOUT
     return len(found.partitions)
 
 
+def partitions_or_create(bootstrap: str, topic: str, create_with: int) -> tuple[int, bool]:
+    """How many partitions ``topic`` has, and whether this call created it: a missing one
+    is created with ``create_with`` partitions (and the broker's replication factor).
+
+    Raises:
+        KafkaUnreachableError: when the broker does not answer.
+        TopicConfigError: when it refuses to create the topic.
+    """
+    admin = admin_client(bootstrap)
+    count = _described_partitions(admin, bootstrap, topic)
+    if count is not None:
+        return count, False
+    future = admin.create_topics([NewTopic(topic, num_partitions=create_with)])[topic]
+    try:
+        future.result(timeout=_REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise TopicConfigError(f"cannot create topic {topic!r}: {exc}", topic=topic) from exc
+    else:
+        logger.info("created topic %s with %d partitions", topic, create_with)
+        return create_with, True
+    # Another process created it first: its partitions are whatever that one chose.
+    deadline = time.monotonic() + _REQUEST_TIMEOUT_S
+    while (count := _described_partitions(admin, bootstrap, topic)) is None:
+        if time.monotonic() > deadline:
+            raise TopicConfigError(f"topic {topic!r} exists but Kafka does not describe it yet")
+        time.sleep(0.1)
+    return count, False
+
+
+def _described_partitions(admin: AdminClient, bootstrap: str, topic: str) -> int | None:
+    try:
+        # All topics: asking for one by name makes a broker with auto-creation create it.
+        found = admin.list_topics(timeout=_REQUEST_TIMEOUT_S).topics.get(topic)
+    except KafkaException as exc:
+        raise KafkaUnreachableError(f"Kafka at {bootstrap} does not answer: {exc}") from exc
+    if found is None or found.error is not None or not found.partitions:
+        return None
+    return len(found.partitions)
+
+
 def create_topic(admin: AdminClient, topic: str, partitions: int) -> None:
     """Creates ``topic``; one that exists already (another process was first) is fine."""
     future = admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic]

@@ -32,9 +32,8 @@ from collection_manager.core.errors import CollectionManagerError
 from collection_manager.kafka.lag import end_offsets
 from collection_manager.reading.replicas import read_replicas
 from collection_manager.reading.status import consumer_summary, read_offsets_of
-from collection_manager.storage.client import as_text
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.heartbeats import CONSUMER, read_liveness
-from collection_manager.storage.keys import consumer_key
 
 POLL_S = 0.5
 
@@ -101,8 +100,7 @@ class _Wait:
     def _waiting_for(self) -> str | None:
         # The consumer's record and heartbeat only: status's lag and collections decide
         # nothing here, and are not read at every poll.
-        key = consumer_key(self.topic)
-        raw = {as_text(k): as_text(v) for k, v in self.client.hgetall(key).items()}
+        raw = ConsumerStatusRecord(self.client, self.topic).read()
         liveness = read_liveness(self.client, CONSUMER, self.topic)
         consumer = consumer_summary(raw, topic=self.topic, liveness=liveness)
         started = (liveness.last or {}).get("started_ms")

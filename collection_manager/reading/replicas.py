@@ -7,10 +7,10 @@ sightings of each replica): no Kafka producer is made, so a reader needs only Re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import redis
 
+from collection_manager.answers.models import Replica, ReplicaList
 from collection_manager.control.members import REMOVED, MemberRecord
 from collection_manager.control.status import ReplicaStatus, statuses
 from collection_manager.storage.replicas import ReplicaRecord
@@ -26,17 +26,24 @@ def read_replicas(
     return [r for r in rows if removed or r.state != REMOVED]
 
 
-def replicas_json(rows: Sequence[ReplicaStatus]) -> list[dict[str, Any]]:
-    """Each replica as an object; its times are ms since the Unix epoch, or null."""
-    return [
-        {
-            "replica_id": r.replica_id,
-            "epoch": r.epoch,
-            "state": r.state,
-            "lease_expires_ms": r.lease_expires_at,
-            "last_heartbeat_ms": r.last_heartbeat_at,
-            "added_ms": r.added_at,
-            "reason": r.reason,
-        }
+def replicas_of(rows: Sequence[ReplicaStatus], now_ms: int) -> tuple[Replica, ...]:
+    """Each replica as read at ``now_ms``: its lease left is its expiry minus ``now_ms``
+    (negative once past, None without a lease)."""
+    return tuple(
+        Replica(
+            r.replica_id,
+            r.epoch,
+            r.state,  # type: ignore[arg-type]  # the members' states are the model's
+            r.lease_expires_at,
+            None if r.lease_expires_at is None else r.lease_expires_at - now_ms,
+            r.last_heartbeat_at,
+            r.added_at,
+            r.reason,
+        )
         for r in rows
-    ]
+    )
+
+
+def replica_list(rows: Sequence[ReplicaStatus], namespace: str, now_ms: int) -> ReplicaList:
+    """The replicas of ``namespace`` as read at ``now_ms``."""
+    return ReplicaList(now_ms, namespace, replicas_of(rows, now_ms))

@@ -37,7 +37,8 @@ def as_of_value(snapshot: Snapshot) -> int | str:
 def query_json(
     spec: CollectionSpec, snapshot: Snapshot, expiries: dict[Row, int] | None = None
 ) -> dict[str, Any]:
-    """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``.
+    """``{"collection", "as_of", "rows": [{"row": {column: value}, "count": n}]}``: the
+    shape of ``answers.rows.Rows``, written straight for speed (a unit test holds it there).
 
     The row sits in its own object so that no column (``error_counts`` has ``count``)
     clashes with the multiplicity. With ``expiries`` (``--expiry``), each row also has

@@ -20,32 +20,44 @@ from typing import Any
 import redis
 from confluent_kafka import KafkaException
 
+from collection_manager.answers import to_json
+from collection_manager.answers.models import BucketRows
+from collection_manager.answers.status import (
+    CollectionStatus,
+    ConsumerStatus,
+    ControllerStatus,
+    PartitionLag,
+    SinkStatus,
+    Unpublished,
+)
+from collection_manager.answers.status import UnpublishedLetter as Letter
 from collection_manager.config.services import load_services
 from collection_manager.core.errors import UnknownCollectionError
+from collection_manager.core.sinks.spec import SinkSpec
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.lag import lag_now
+from collection_manager.storage import consumer_status as record
 from collection_manager.storage.client import as_text
+from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
-from collection_manager.storage.heartbeats import CONSUMER, CONTROLLER, Liveness, read_liveness
-from collection_manager.storage.keys import CONSUMER_PREFIX, consumer_key
+from collection_manager.storage.heartbeats import (
+    CONSUMER,
+    CONTROLLER,
+    SINK,
+    Liveness,
+    read_liveness,
+)
+from collection_manager.storage.keys import CONSUMER_PREFIX
+from collection_manager.storage.sinks import SinkCatalog
 from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
 
-TOTALS = ("batches", "dead_letters", "control_requests")
+TOTALS = (record.BATCHES, record.DEAD_LETTERS, record.CONTROL_REQUESTS)
 # How many of the newest unpublished dead letters status shows.
 UNPUBLISHED_SHOWN = 5
 UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error", "reason")
-
-
-@dataclasses.dataclass(frozen=True)
-class BucketInfo:
-    """Where one bucket of a bucketed collection stands: distinct rows, latest time."""
-
-    bucket: int
-    rows: int
-    time: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +75,7 @@ class CollectionInfo:
     counters: dict[str, int]
     ttl_rows: int = 0
     next_expiry: int | None = None
-    buckets: tuple[BucketInfo, ...] = ()
+    buckets: tuple[BucketRows, ...] = ()
 
 
 def collection_info(store: RedisStore, name: str) -> CollectionInfo:
@@ -81,37 +93,11 @@ def collection_info(store: RedisStore, name: str) -> CollectionInfo:
         ttl_rows += unit_ttl_rows
         expiries += [] if next_expiry is None else [next_expiry]
         if unit.bucket is not None:
-            buckets.append(BucketInfo(unit.bucket, rows, time))
+            buckets.append(BucketRows(unit.bucket, rows, time))
     rows = sum(b.rows for b in buckets) if buckets else rows
     time = sum(b.time for b in buckets) if buckets else time
     next_expiry = min(expiries, default=None)
     return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
-
-
-def columns_json(spec: CollectionSpec) -> list[dict[str, Any]]:
-    """Each column's ``{"name", "type", "nullable", "indexed"}``, as ``describe`` and the
-    HTTP API show them."""
-    return [
-        {
-            "name": c.name,
-            "type": c.type,
-            "nullable": c.nullable,
-            "indexed": c.name in spec.indexed_columns,
-        }
-        for c in spec.columns
-    ]
-
-
-def buckets_json(info: CollectionInfo) -> dict[str, Any]:
-    """A bucketed collection's ``{"buckets": N, "bucket_column", "bucket_rows": [{"bucket",
-    "rows", "time"}]}``; nothing for an unbucketed one, whose JSON stays as it was."""
-    if info.spec.buckets == 1:
-        return {}
-    return {
-        "buckets": info.spec.buckets,
-        "bucket_column": info.spec.bucket_column,
-        "bucket_rows": [dataclasses.asdict(bucket) for bucket in info.buckets],
-    }
 
 
 def collection_infos(store: RedisStore) -> list[CollectionInfo]:
@@ -179,29 +165,13 @@ def consumer_summary(
             the state is ``stopped`` (since its last beat) or ``unknown`` (it never beat),
             whatever state it last wrote.
     """
-    progress = _json_object(raw.get("progress"))
-    health = _json_object(raw.get("health"))
+    progress = _json_object(raw.get(record.PROGRESS))
     lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     known = kafka == "reachable"
     last = (liveness.last if liveness else None) or {}
-    if liveness is None or liveness.alive:
-        beating = liveness is not None or bool(progress)  # it beats, or it reported progress
-        state = {
-            "state": health.get("state", "running" if beating else "unknown"),
-            "state_since_ms": health.get("since_ms"),
-            "retries": int(health.get("retries", 0)),
-            "outage_cause": health.get("cause") or None,
-        }
-    else:
-        state = {
-            "state": liveness.state,
-            "state_since_ms": last.get("at_ms"),
-            "retries": 0,
-            "outage_cause": None,
-        }
-    return {
+    summary = {
         "topic": topic,
-        **state,
+        **_state(_json_object(raw.get(record.HEALTH)), progress, liveness),
         "last_seen_ms": last.get("at_ms"),
         "pid": last.get("pid"),
         "host": last.get("host"),
@@ -214,9 +184,34 @@ def consumer_summary(
         "lag_total": sum(entry["lag"] for entry in lag) if known else None,
         "lag": lag if known else None,
         # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
-        "rewinds": int(raw.get("rewinds", 0)),
-        "topic_recreations": int(raw.get("topic_recreations", 0)),
-        "last_rewind": _json_object(raw.get("last_rewind")) or None,
+        "rewinds": int(raw.get(record.REWINDS, 0)),
+        "topic_recreations": int(raw.get(record.TOPIC_RECREATIONS, 0)),
+        "last_rewind": _json_object(raw.get(record.LAST_REWIND)) or None,
+    }
+    lag_entries = summary["lag"]
+    if lag_entries is not None:
+        summary["lag"] = tuple(PartitionLag(**entry) for entry in lag_entries)
+    return to_json(ConsumerStatus(**summary))
+
+
+def _state(
+    health: Mapping[str, Any], progress: Mapping[str, Any], liveness: Liveness | None
+) -> dict[str, Any]:
+    """The consumer's state: what it last wrote while it beats (or, with no heartbeat to
+    go by, while it reports progress), else its heartbeat's state since its last beat."""
+    if liveness is None or liveness.alive:
+        beating = liveness is not None or bool(progress)  # it beats, or it reported progress
+        return {
+            "state": health.get("state", "running" if beating else "unknown"),
+            "state_since_ms": health.get("since_ms"),
+            "retries": int(health.get("retries", 0)),
+            "outage_cause": health.get("cause") or None,
+        }
+    return {
+        "state": liveness.state,
+        "state_since_ms": (liveness.last or {}).get("at_ms"),
+        "retries": 0,
+        "outage_cause": None,
     }
 
 
@@ -224,24 +219,23 @@ def controller_summary(namespace: str, liveness: Liveness) -> dict[str, Any]:
     """The controller of ``namespace`` as its heartbeat tells: ``running``, ``stopped``
     (since its last beat) or ``unknown`` (it never beat), and its last lease check."""
     last = liveness.last or {}
-    return {
-        "namespace": namespace,
-        "state": liveness.state,
-        "last_seen_ms": last.get("at_ms"),
-        "last_check_ms": last.get("last_check_ms"),
-        "pid": last.get("pid"),
-        "host": last.get("host"),
-    }
+    controller = ControllerStatus(
+        namespace,
+        liveness.state,  # type: ignore[arg-type]  # a heartbeat's states are the model's
+        last.get("at_ms"),
+        last.get("last_check_ms"),
+        last.get("pid"),
+        last.get("host"),
+    )
+    return to_json(controller)
 
 
 def unpublished_summary(count: int, newest: Sequence[UnpublishedLetter]) -> dict[str, Any]:
     """Dead letters that could not be published: how many, and the newest (newest first)."""
-    return {
-        "count": count,
-        "newest": [
-            {name: getattr(letter, name) for name in UNPUBLISHED_COLUMNS} for letter in newest
-        ],
-    }
+    letters = tuple(
+        Letter(**{name: getattr(letter, name) for name in UNPUBLISHED_COLUMNS}) for letter in newest
+    )
+    return to_json(Unpublished(count, letters))
 
 
 def read_unpublished(client: redis.Redis, limit: int = UNPUBLISHED_SHOWN) -> dict[str, Any]:
@@ -256,26 +250,32 @@ def status_json(
     infos: Sequence[CollectionInfo],
     other_topics: Sequence[str] = (),
     controller: dict[str, Any] | None = None,
+    sinks: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """``{"consumer": {...}, "controller": {...}, "other_topics": [...],
-    "unpublished_dead_letters": {"count", "newest"}, "collections": [{"name", "rows",
-    "time", "counters"}]}``; a bucketed collection's rows and time are its buckets' sums,
-    and its entry also has ``"buckets", "bucket_column", "bucket_rows"`` (``buckets_json``)."""
+    """The JSON of ``status`` (answers.status.Status): the consumer's, the controller's
+    and the unpublished dead letters' summaries above, and each collection (a bucketed
+    one's rows and time its buckets' sums, with each bucket's rows and time)."""
+    collections = [
+        to_json(
+            CollectionStatus(
+                i.spec.name,
+                i.rows,
+                i.time,
+                i.counters,
+                i.spec.buckets,
+                i.spec.bucket_column if i.spec.buckets > 1 else None,
+                i.buckets,
+            )
+        )
+        for i in infos
+    ]
     return {
         "consumer": consumer,
         "controller": controller,
         "other_topics": list(other_topics),
         "unpublished_dead_letters": unpublished,
-        "collections": [
-            {
-                "name": i.spec.name,
-                "rows": i.rows,
-                "time": i.time,
-                "counters": i.counters,
-                **buckets_json(i),
-            }
-            for i in infos
-        ],
+        "collections": collections,
+        "sinks": list(sinks),
     }
 
 
@@ -301,11 +301,12 @@ class StatusReport:
     infos: list[CollectionInfo]
     others: list[str]
     raw: dict[str, str]
+    sinks: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
         """The JSON of ``status --format json``."""
         return status_json(
-            self.consumer, self.unpublished, self.infos, self.others, self.controller
+            self.consumer, self.unpublished, self.infos, self.others, self.controller, self.sinks
         )
 
 
@@ -325,7 +326,7 @@ def read_status(
         services_file: the record of the services ``infra up`` started, which tells a
             local broker that stopped from none configured.
     """
-    raw = {as_text(k): as_text(v) for k, v in client.hgetall(consumer_key(topic)).items()}
+    raw = ConsumerStatusRecord(client, topic).read()
     recorded = {
         as_text(key).removeprefix(CONSUMER_PREFIX)
         for key in client.scan_iter(CONSUMER_PREFIX + "*")
@@ -346,4 +347,29 @@ def read_status(
             kafka = "unreachable"
     consumer = consumer_summary(raw, live, kafka, topic, consumer_liveness)
     infos = collection_infos(RedisStore(client))
-    return StatusReport(consumer, controller, unpublished, infos, sorted(recorded - {topic}), raw)
+    others = sorted(recorded - {topic})
+    return StatusReport(consumer, controller, unpublished, infos, others, raw, read_sinks(client))
+
+
+def sink_summary(spec: SinkSpec, liveness: Liveness) -> dict[str, Any]:
+    """A sink as ``status`` shows it: its process' state by its heartbeat, and the position
+    and lag its last beat said."""
+    last = liveness.last or {}
+    return to_json(
+        SinkStatus(
+            spec.name,
+            spec.collection,
+            spec.topic,
+            liveness.state,  # type: ignore[arg-type]  # a heartbeat's states are the model's
+            last.get("position"),
+            last.get("behind"),
+        )
+    )
+
+
+def read_sinks(client: redis.Redis) -> list[dict[str, Any]]:
+    """Every sink (at most ``MAX_SINKS``) with its process' state."""
+    return [
+        sink_summary(spec, read_liveness(client, SINK, spec.name))
+        for spec in SinkCatalog(client).all()
+    ]

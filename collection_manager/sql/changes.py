@@ -6,7 +6,8 @@ micro-batch reads the changes in ``(start, end]``, where ``end`` is the latest r
 checkpoint, so a restarted query reads the batch it had not finished again, the same
 changes, and goes on from there: each change is delivered once per query. The log keeps
 only its newest changes (``CM_LOG_MAX_LENGTH``); a query whose checkpoint is older than what
-the log still holds fails and says how to start again from a snapshot.
+the log still holds fails with a ``LogTrimmedError`` (``core/errors.py``, raised by the
+log's reader, ``storage/change_log.py``) that says how to start again from a snapshot.
 
 A bucketed collection's (``core/buckets.py``) offsets are consistent cuts of its buckets
 (``core/cut.py``), ``{"cut": [t0, t1, ...]}``, a time per bucket, and its rows are
@@ -25,22 +26,19 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from collection_manager.core.cut import Cut, CutError
-from collection_manager.core.errors import CollectionManagerError
+from collection_manager.core.errors import LogTrimmedError
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.stepped_read import Change
 from collection_manager.sql.options import Connection, KeptClient, OptionError, option
 from collection_manager.sql.schema import spark_schema
 from collection_manager.sql.snapshots import SnapshotSource
+from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.cut import read_cut
 from collection_manager.storage.rows import Row
-from collection_manager.storage.step_reads import ChangeLog, readable_time
+from collection_manager.storage.step_reads import readable_time
 
 BEFORE, AFTER = ("time",), ("diff",)
 CUT_BEFORE = ("bucket", "time")
-
-
-class LogTrimmedError(CollectionManagerError):
-    """The change log no longer holds changes a stream has still to deliver."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,8 +216,9 @@ class ChangesReader(DataSourceStreamReader):
                 yield (bucket, change.time, *change.row, change.diff)
 
     def _check_held(self, log: ChangeLog, unit: str, after: int) -> None:
-        trimmed = log.trimmed_through()
-        if trimmed > after:
+        try:
+            log.check_held(after)
+        except LogTrimmedError as exc:
             name = self._spec.name
             start = (
                 "that as_of (the changes after that cut)"
@@ -228,12 +227,15 @@ class ChangesReader(DataSourceStreamReader):
             )
             raise LogTrimmedError(
                 f"the change log of {unit} no longer holds the changes after time {after} "
-                f"that this query has still to read (it was trimmed through time {trimmed}). "
+                f"that this query has still to read (it was trimmed through time "
+                f"{exc.trimmed_through}). "
                 f'Start again from a snapshot: spark.read.format("{SnapshotSource.name()}")'
                 f'.load("{name}") gives the rows and their time (as_of); then start a new '
                 f"query, with a new checkpoint, with option startingTime = {start}",
                 collection=name,
-            )
+                trimmed_through=exc.trimmed_through,
+                after=exc.after,
+            ) from None
 
     def commit(self, end: dict[str, object]) -> None:
         """Nothing to do: the log is read, never consumed."""

@@ -12,6 +12,7 @@ from collection_manager.config import InfraConfig, from_env, redact_url
 from collection_manager.config.services import running
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.catalog import Catalog
 from collection_manager.storage.client import (
     READ_TIMEOUT_S,
     REDIS_FAULTS,
@@ -19,7 +20,6 @@ from collection_manager.storage.client import (
     connected_client,
     patiently,
 )
-from collection_manager.storage.store import RedisStore
 
 URL_OPTION = "redis.url"
 TIMEOUT_OPTION = "timeout"
@@ -102,7 +102,7 @@ class Connection:
             UnknownCollectionError: when there is no such collection.
             InfrastructureError: when Redis does not answer.
         """
-        return self.read(lambda client: RedisStore(client).spec(self.collection))
+        return self.read(lambda client: Catalog(client).spec(self.collection))
 
 
 class KeptClient:

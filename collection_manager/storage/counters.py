@@ -24,7 +24,7 @@ MEANINGS: dict[str, str] = {
 }
 COUNTERS: tuple[str, ...] = tuple(MEANINGS)
 
-# Counted by the retraction timer (``RedisStore.retract_due``), never by applying requests.
+# Counted by the retraction timer (``StoreWriter.retract_due``), never by applying requests.
 _TIMER_ONLY = ("scheduled_retractions", "expirations")
 # Bookkeeping of the store that tables leave out.
 _BOOKKEEPING = ("steps", "replays_skipped")

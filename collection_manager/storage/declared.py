@@ -20,9 +20,9 @@ import redis
 
 from collection_manager.core.errors import CollectionManagerError, UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage.keys import CATALOG, ReplicaKeys
-from collection_manager.storage.reads import as_text
-from collection_manager.storage.store import RedisStore
+from collection_manager.storage.catalog import Catalog, catalogued
+from collection_manager.storage.client import as_text
+from collection_manager.storage.keys import ReplicaKeys
 
 MAX_DECLARED = 256
 """At most this many declared collections per replica namespace."""
@@ -47,7 +47,7 @@ class DeclaredCollections:
             CollectionManagerError: when one exists with other columns or another index,
                 or the namespace would declare over ``MAX_DECLARED`` collections.
         """
-        store = RedisStore(self._client)
+        store = Catalog(self._client)
         self._check_room([spec.name for spec in specs])
         created = []
         for spec in specs:
@@ -68,16 +68,13 @@ class DeclaredCollections:
         Read afresh on every call, never cached: a collection dropped and created again
         with other buckets is routed as it is now.
         """
-        specs = RedisStore(self._client).specs()
+        specs = Catalog(self._client).specs()
         return {name: specs[name] for name in names if name in specs}
 
     def existing(self) -> list[str]:
         """The declared collections that still exist (one was maybe dropped since)."""
         names = sorted(as_text(name) for name in self._client.smembers(self._key))
-        if not names:
-            return []
-        found = self._client.hmget(CATALOG, names)
-        return [name for name, raw in zip(names, found, strict=True) if raw is not None]
+        return catalogued(self._client, names)
 
     def _check_room(self, names: Sequence[str]) -> None:
         new = [name for name in names if not self._client.sismember(self._key, name)]

@@ -42,6 +42,7 @@ ALIVE_EXPIRY_S = 15
 
 CONSUMER = "consumer"
 CONTROLLER = "controller"
+SINK = "sink"
 
 
 def alive_key(kind: str, name: str) -> str:
@@ -91,8 +92,8 @@ class Heartbeat:
 
     Args:
         redis_url: the Redis of the pipeline.
-        kind: ``consumer`` or ``controller``.
-        name: the consumer's topic or the controller's namespace.
+        kind: ``consumer``, ``controller`` or ``sink``.
+        name: the consumer's topic, the controller's namespace or the sink's name.
         detail: the process' own fields of each beat (e.g. the controller's last tick).
         library: the store library the process calls while it runs (the consumer's), which
             each beat marks in use (``libraries.py``), so that no one removes it.

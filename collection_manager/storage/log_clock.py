@@ -1,23 +1,20 @@
-"""Where a change log's last duration begins: ``collections tail --since 5m``.
+"""Where a change log's last duration begins (``collections tail --since 5m``), and the
+newest changes of several logs: the clocks the entries record, with no Redis of their own.
 
 A collection's times count its request groups, not the clock; but each change-log entry
 records the wall clock of the call that wrote it (``LOG_CLOCK_FIELD``, Redis's ``TIME`` in
 ms). The clocks grow with the times, so the first time of the last duration is found by a
-binary search over the times, each probe one ``XRANGE <key> <t>-0 + COUNT 1``: at most
-``MAX_PROBES`` calls of one entry each, however long the log.
+binary search over the times, each probe the first entry at a time or later (one
+``XRANGE <key> <t>-0 + COUNT 1`` of ``change_log.ChangeLog``): at most ``MAX_PROBES``
+probes of one entry each, however long the log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import redis
-
-from collection_manager.storage.keys import LOG_CLOCK_FIELD, CollectionKeys
-
-if TYPE_CHECKING:  # step_reads reads the clocks of entries with entry_clock
-    from collection_manager.storage.step_reads import LogEntries
 
 ChangeT = TypeVar("ChangeT")
 
@@ -25,7 +22,9 @@ ChangeT = TypeVar("ChangeT")
 # times, after one read of the log's first entry.
 MAX_PROBES = 64
 
-_CLOCK = LOG_CLOCK_FIELD.encode()
+# ``(time, clock)`` of the first entry at a time or later (clock None: an entry an older
+# library wrote), None when there is none.
+Probe = Callable[[int], tuple[int, int | None] | None]
 
 
 def redis_now_ms(client: redis.Redis) -> int:
@@ -35,35 +34,20 @@ def redis_now_ms(client: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def entry_clock(fields: dict[bytes, bytes]) -> int | None:
-    """The clock an entry records, None for one an older library wrote (without it)."""
-    raw = fields.get(_CLOCK)
-    return None if raw is None else int(raw)
+class _Counted:
+    """A probe, counted: the halving of the search keeps it under ``MAX_PROBES``."""
 
+    def __init__(self, probe: Probe) -> None:
+        self._probe, self.calls = probe, 0
 
-def _entry_time(entry_id: bytes) -> int:
-    return int(entry_id.split(b"-")[0])
-
-
-class _Probe:
-    """The first entry at a time or later, one bounded ``XRANGE`` each, counted."""
-
-    def __init__(self, client: Any, key: str) -> None:
-        self._client, self._key, self.calls = client, key, 0
-
-    def __call__(self, low: str) -> tuple[int, int | None] | None:
-        """``(time, clock)`` of the first entry at or after ``low`` (an XRANGE bound)."""
+    def __call__(self, time: int) -> tuple[int, int | None] | None:
         self.calls += 1
         if self.calls > MAX_PROBES:  # the halving below makes this unreachable
-            raise AssertionError(f"more than {MAX_PROBES} probes of {self._key}")
-        entries = cast("LogEntries", self._client.xrange(self._key, min=low, max="+", count=1))
-        if not entries:
-            return None
-        entry_id, fields = entries[0]
-        return _entry_time(entry_id), entry_clock(fields)
+            raise AssertionError(f"more than {MAX_PROBES} probes")
+        return self._probe(time)
 
 
-def first_time_since(client: Any, collection: str, since_ms: int, through: int) -> int:
+def first_recent_time(probe: Probe, since_ms: int, through: int) -> int:
     """The first time ``<= through`` whose changes were applied at ``since_ms`` or later,
     by the clocks the log records; ``through + 1`` when there is none (an empty log, or
     every change older). Reading the log from it gives the changes of the last duration.
@@ -73,7 +57,7 @@ def first_time_since(client: Any, collection: str, since_ms: int, through: int) 
     replica whose clock is a little behind they may step back: the search then lands at a
     time near the true start, which is close enough for "the last 5 minutes".
     """
-    probe = _Probe(client, CollectionKeys(collection).log)
+    ask = _Counted(probe)
 
     def recent(found: tuple[int, int | None] | None) -> bool:
         # Whether the search may stop at or before a probe's time: nothing readable from
@@ -82,7 +66,7 @@ def first_time_since(client: Any, collection: str, since_ms: int, through: int) 
             return True
         return found[1] is not None and found[1] >= since_ms
 
-    first = probe("-")
+    first = ask(0)
     if recent(first):
         return through + 1 if first is None else min(first[0], through + 1)
     assert first is not None
@@ -91,7 +75,7 @@ def first_time_since(client: Any, collection: str, since_ms: int, through: int) 
     low, high, answer = first[0], through + 1, through + 1
     while high - low > 1:
         middle = (low + high) // 2
-        found = probe(f"{middle}-0")
+        found = ask(middle)
         if recent(found):
             high = middle
             answer = through + 1 if found is None else min(found[0], through + 1)

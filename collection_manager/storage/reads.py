@@ -1,12 +1,12 @@
-"""The reads of a storage collection: snapshots, the change log, sizes, TTLs, counters.
+"""The reader of storage collections: snapshots, stepped reads, cuts, the change log,
+sizes, TTLs, counters.
 
-``RedisStore`` (``store.py``) inherits them; they need only its client and its catalog.
-Reads never write, and every one answers from Redis alone.
+Reads never write, and every one answers from Redis alone; the reader asks the catalog
+(``catalog.py``) for specs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import cast
 
@@ -14,78 +14,39 @@ import redis
 
 from collection_manager.core.cut import Cut
 from collection_manager.core.filters import Filter, validate
-from collection_manager.core.routing import pinned_buckets
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.stepped_read import Change
+from collection_manager.storage.catalog import Catalog
+from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.client import as_text
 from collection_manager.storage.cut import read_cut
 from collection_manager.storage.keys import (
     CollectionKeys,
 )
 from collection_manager.storage.library import READ, call
-from collection_manager.storage.log_clock import first_time_since, newest_of_logs, redis_now_ms
+from collection_manager.storage.log_clock import newest_of_logs, redis_now_ms
 from collection_manager.storage.ops import double_positions, query_json
-from collection_manager.storage.plan import filter_query
+from collection_manager.storage.planning import filter_query
+from collection_manager.storage.read_results import CutChanges, LogEntry, Snapshot, buckets_to_read
 from collection_manager.storage.rows import Row, decode_counted, decode_row, encode_row
-from collection_manager.storage.step_reads import (
-    ChangeLog,
-    LogEntries,
-    log_changes,
-    one_part,
-    read_part,
-    visible_time,
-)
-
-# What XRANGE answers on a client that does not decode responses.
-_StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+from collection_manager.storage.step_reads import one_part, read_part, readable_time, visible_time
 
 
-@dataclasses.dataclass(frozen=True)
-class Snapshot:
-    """A collection's contents at one time: ``as_of`` is its latest readable time.
+class StoreReader:
+    """Reads the collections of one Redis.
 
-    A bucketed collection's is read at one consistent ``cut`` (a time per bucket,
-    ``core/cut.py``); its ``as_of`` is then the cut's total, which grows with every later
-    cut.
+    Args:
+        client: a Redis client; responses must not be decoded (rows are compared as bytes).
+        catalog: the specs it reads by (default: its own of ``client``).
     """
 
-    rows: dict[Row, int]
-    as_of: int
-    cut: Cut | None = None
-
-    @property
-    def as_of_text(self) -> str:
-        """How answers print the time: the time, or a bucketed collection's cut."""
-        return str(self.as_of) if self.cut is None else self.cut.text()
-
-
-@dataclasses.dataclass(frozen=True)
-class CutChanges:
-    """The changes of a bucketed collection between two cuts: ``(bucket, change)`` pairs,
-    each bucket's oldest first, and the cut they reach."""
-
-    changes: list[tuple[int, Change[Row]]]
-    cut: Cut
-
-
-def buckets_to_read(spec: CollectionSpec, where: Filter | None) -> list[int]:
-    """The buckets whose rows may match ``where``: those it pins, else all of them."""
-    pinned = None if where is None else pinned_buckets(where, spec.bucket_column, spec.buckets)
-    return sorted(pinned) if pinned is not None else list(range(spec.buckets))
-
-
-# One change of the change log: its time, row and diff.
-LogEntry = Change[Row]
-
-
-class StoreReads:
-    """Reads of the collections in one Redis; the base of ``RedisStore``."""
-
-    _client: redis.Redis
+    def __init__(self, client: redis.Redis, catalog: Catalog | None = None) -> None:
+        self._client = client
+        self.catalog = Catalog(client) if catalog is None else catalog
 
     def spec(self, collection: str) -> CollectionSpec:
-        """The definition of ``collection`` (``RedisStore.spec``)."""
-        raise NotImplementedError
+        """The definition of ``collection`` (``Catalog.spec``)."""
+        return self.catalog.spec(collection)
 
     def snapshot(self, collection: str, where: Filter | None = None) -> Snapshot:
         """The rows (optionally those matching ``where``) at the latest readable time.
@@ -206,23 +167,17 @@ class StoreReads:
         """Changes at times ``>= since`` still in the log, oldest first.
 
         Only readable times: a delete in progress writes its changes at a time that becomes
-        readable when its last step is done.
+        readable when its last step is done. Read in bounded pages (``ChangeLog.since``).
         """
         self.spec(collection)
-        keys = CollectionKeys(collection)
-        readable = int(self._client.get(keys.time) or 0)
-        entries = cast(
-            LogEntries,
-            self._client.xrange(keys.log, min=f"{since}-0", max=str(readable), count=limit),
-        )
-        changes = list(log_changes(entries))
-        return changes if limit is None else changes[:limit]
+        readable = readable_time(self._client, collection)
+        return ChangeLog(self._client, collection).since(since, readable, limit)
 
     def newest(self, collection: str, count: int) -> tuple[list[LogEntry], int]:
         """The newest ``count`` changes still in the log, oldest first, and the latest
         readable time they go up to (read backwards in bounded steps: ``ChangeLog.newest``)."""
         self.spec(collection)
-        readable = int(self._client.get(CollectionKeys(collection).time) or 0)
+        readable = readable_time(self._client, collection)
         return ChangeLog(self._client, collection).newest(readable, count), readable
 
     def newest_buckets(self, collection: str, count: int) -> CutChanges:
@@ -242,19 +197,20 @@ class StoreReads:
         """Where the changes applied in the last ``within_ms`` (by Redis's clock) begin, as
         ``tail`` and ``tail_buckets`` take it: the first such time (the latest readable time
         + 1 when there is none); of a bucketed collection, the cut just before each bucket's
-        first such time. A few bounded calls per log (``log_clock.first_time_since``)."""
+        first such time. A few bounded calls per log (``ChangeLog.first_time_since``)."""
         spec = self.spec(collection)
         since_ms = redis_now_ms(self._client) - within_ms
         if spec.buckets > 1 and spec.bucket is None:
             cut = read_cut(self._client, spec, readable=True)
+            logs = [ChangeLog(self._client, unit.name) for unit in spec.units()]
             return Cut(
                 tuple(
-                    first_time_since(self._client, spec.unit(bucket).name, since_ms, through) - 1
-                    for bucket, through in enumerate(cut.times)
+                    log.first_time_since(since_ms, through) - 1
+                    for log, through in zip(logs, cut.times, strict=True)
                 )
             )
-        readable = int(self._client.get(CollectionKeys(collection).time) or 0)
-        return first_time_since(self._client, collection, since_ms, readable)
+        readable = readable_time(self._client, collection)
+        return ChangeLog(self._client, collection).first_time_since(since_ms, readable)
 
     def size(self, collection: str) -> tuple[int, int]:
         """``(distinct rows, latest readable time)`` of ``collection``, read atomically.

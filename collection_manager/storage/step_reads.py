@@ -2,8 +2,9 @@
 
 Each call does a bounded amount of work: a scan step looks at about ``STEP_ROWS`` candidate
 rows (``cm_scan``), a second look asks for at most ``COUNTS_PER_CALL`` rows (``cm_counts``),
-and the change log is read ``LOG_ENTRIES_PER_CALL`` entries at a time. So a read of 10^7
-rows never holds Redis for longer than one step, and other clients are served in between.
+and the change log is read a bounded page a call (``change_log.ChangeLog``). So a read of
+10^7 rows never holds Redis for longer than one step, and other clients are served in
+between.
 
 A read may be split: by index set (one part per set of a pushed-down ``IN``) or, for a
 scan, in ``parts`` parts by a hash of the row, each a separate read that Spark runs in
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import cast
@@ -33,17 +33,12 @@ from collection_manager.core.stepped_read import (
     SteppedReadError,
     read_at,
 )
+from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.client import as_text
-from collection_manager.storage.keys import (
-    CATALOG,
-    LOG_DIFFS_FIELD,
-    LOG_ROWS_FIELD,
-    CollectionKeys,
-)
+from collection_manager.storage.keys import CATALOG, CollectionKeys
 from collection_manager.storage.library import COUNTS, SCAN, call
-from collection_manager.storage.log_clock import entry_clock
 from collection_manager.storage.ops import double_positions, query_json
-from collection_manager.storage.plan import filter_query
+from collection_manager.storage.planning import filter_query
 from collection_manager.storage.rows import (
     cycle_collection_paused,
     decode_rows,
@@ -53,8 +48,6 @@ from collection_manager.storage.rows import (
 
 # Candidate rows one scan step looks at (about: a step ends with the scan call that passes it).
 STEP_ROWS = 2_000
-# Change-log entries one XRANGE reads (an entry holds up to 512 changes of one time).
-LOG_ENTRIES_PER_CALL = 20
 # How long a read waits for a delete in progress to become readable, and how often a read
 # that met another server (a restart, a failover) starts again before it gives up.
 PENDING_WAIT_S = 60.0
@@ -100,90 +93,6 @@ def split(spec: CollectionSpec, where: Filter | None, parts: int) -> list[ReadPa
             return [ReadPart(where, (key,)) for key in whole.index_keys]
         return [whole]
     return [ReadPart(where, None, parts, slot) for slot in range(parts)]
-
-
-# What XRANGE answers on a client that does not decode replies.
-LogEntries = list[tuple[bytes, dict[bytes, bytes]]]
-
-
-def log_changes(entries: LogEntries) -> Iterator[Change[Row]]:
-    """The changes of change-log entries (each holds one time's rows and diffs, as JSON)."""
-    rows_field, diffs_field = LOG_ROWS_FIELD.encode(), LOG_DIFFS_FIELD.encode()
-    for entry_id, fields in entries:
-        at = int(entry_id.split(b"-")[0])
-        rows, diffs = json.loads(fields[rows_field]), json.loads(fields[diffs_field])
-        for row, diff in zip(rows, diffs, strict=True):
-            yield Change(at, tuple(row), int(diff))
-
-
-class ChangeLog:
-    """A collection's change log, read in bounded steps."""
-
-    def __init__(self, client: redis.Redis, collection: str) -> None:
-        self._client = client
-        self._key = CollectionKeys(collection).log
-
-    def changes(self, after: int, through: int) -> Iterator[Change[Row]]:
-        """The changes at times in ``(after, through]``, oldest first."""
-        start = f"{after + 1}-0"
-        while True:
-            entries = cast(
-                LogEntries,
-                self._client.xrange(
-                    self._key, min=start, max=str(through), count=LOG_ENTRIES_PER_CALL
-                ),
-            )
-            yield from log_changes(entries)
-            if len(entries) < LOG_ENTRIES_PER_CALL:
-                return
-            start = "(" + entries[-1][0].decode()
-
-    def newest(self, through: int, count: int) -> list[Change[Row]]:
-        """The newest ``count`` changes at times ``<= through``, oldest first: the log read
-        backwards, ``LOG_ENTRIES_PER_CALL`` entries a call, until they hold that many."""
-        return [change for _, change in self.newest_clocked(through, count)]
-
-    def newest_clocked(self, through: int, count: int) -> list[tuple[int | None, Change[Row]]]:
-        """``newest``, each change with the clock its entry records (``log_clock.py``;
-        None: written before the log recorded one)."""
-        chunks: list[list[tuple[int | None, Change[Row]]]] = []  # newest entry first
-        found, end = 0, str(through)
-        while found < count:
-            entries = cast(
-                LogEntries,
-                self._client.xrevrange(self._key, max=end, min="-", count=LOG_ENTRIES_PER_CALL),
-            )
-            for entry in entries:
-                clock = entry_clock(entry[1])
-                chunks.append([(clock, change) for change in log_changes([entry])])
-                found += len(chunks[-1])
-                if found >= count:
-                    break
-            if len(entries) < LOG_ENTRIES_PER_CALL:
-                break
-            end = "(" + entries[-1][0].decode()
-        changes = [change for chunk in reversed(chunks) for change in chunk]
-        return changes[max(0, len(changes) - count) :]
-
-    def trimmed_through(self) -> int:
-        """The latest time of a change trimmed from the log (0: none was).
-
-        Trimming (``XADD MAXLEN``) removes the oldest entries; Redis counts the entries ever
-        added, so whether any went, and that they were before the first one left, is known.
-        (``max-deleted-entry-id`` would say more, but trimming does not move it.)
-        """
-        try:
-            info = self._client.xinfo_stream(self._key)
-        except redis.ResponseError:  # no log: nothing was ever written
-            return 0
-        if int(info["entries-added"]) == int(info["length"]):
-            return 0
-        if not info["first-entry"]:
-            return int(as_text(info["last-generated-id"]).split("-")[0])
-        first_time, first_seq = map(int, as_text(info["first-entry"][0]).split("-"))
-        # Entries before the first left went; at its own time, only when it is not the
-        # time's first entry.
-        return first_time if first_seq > 0 else first_time - 1
 
 
 # The place of a scan that is done: after every key's.

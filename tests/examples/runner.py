@@ -73,6 +73,9 @@ def run(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # Ctrl-C as a reader's terminal sends it: a test run started in the background
+            # of a shell ignores SIGINT, and its children would inherit that.
+            preexec_fn=_default_sigint,
         )
     try:
         if example.until is None:
@@ -83,6 +86,10 @@ def run(
         stop_group(process)
     output = log.read_text(errors="replace")
     return Outcome(returncode, output, returncode is None, interrupted_at)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait(process: subprocess.Popen[Any], timeout: float) -> int | None:
@@ -143,7 +150,9 @@ NOTICES = ("resolves to a loopback address", "Failed to cancel job group")
 def problems(example: Example, outcome: Outcome) -> list[str]:
     """What a reader would call broken in ``outcome``, each one line (none: it works)."""
     found = []
-    if outcome.timed_out:
+    if outcome.timed_out and outcome.interrupted_at is not None:
+        found.append(f"did not end within {GRACE_S:.0f} s of Ctrl-C")
+    elif outcome.timed_out:
         what = f"did not print {example.until!r}" if example.until else "did not end"
         found.append(f"{what} within its time")
     elif outcome.interrupted_at is not None:

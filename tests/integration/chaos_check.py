@@ -1,5 +1,5 @@
 """The verdict of a chaos run, once every fault healed: Redis against the model of every
-request in the topic (``collection_manager/testing/model.py``), against what every live
+request in the topic (``tests/model/model.py``), against what every live
 agent holds, and every epoch the topic announces issued once per replica id.
 
 It counts mismatches instead of stopping at the first, so that a soak reports them all.
@@ -19,9 +19,9 @@ from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.progress import ProgressRecord
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from producers.agent import load_state
 from tests.integration.workload import partitions_in_order
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 
 CATCH_UP_TIMEOUT_S = 600.0

@@ -1,4 +1,4 @@
-"""The nemesis's schedule (``collection_manager/testing/nemesis.py``) injected into a
+"""The nemesis's schedule (``tests/model/nemesis.py``) injected into a
 running deployment: one thread per lane, each fault healed, and its service whole again,
 before the lane's next (the module's docstring there says why that keeps every service
 within what it survives).
@@ -20,10 +20,10 @@ import redis
 from redis.crc import key_slot
 
 from collection_manager.devservices.redis_cluster import RedisNode
-from collection_manager.testing import nemesis
-from collection_manager.testing.nemesis import Fault
 from tests.integration.chaos_deployment import Deployment
 from tests.integration.chaos_services import Services
+from tests.model import nemesis
+from tests.model.nemesis import Fault
 
 # More than the sockets between a primary and its cut-off replicas hold (up to 36 MiB
 # here, test_replicated.py): what the primary takes after it stays its own.

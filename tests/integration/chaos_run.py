@@ -1,5 +1,5 @@
 """A chaos run: the replicated deployment under steady load while the nemesis of a seed
-(``collection_manager/testing/nemesis.py``) injects its faults; then, every fault healed
+(``tests/model/nemesis.py``) injects its faults; then, every fault healed
 and the consumer caught up, the verdict (``chaos_check.py``).
 
 The load: the consumer (``consume``, with ``CM_REDIS_REPLICA_ACKS``), the controller's

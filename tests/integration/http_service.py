@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -73,3 +75,18 @@ class EventReader:
 
     def close(self) -> None:
         self.response.close()
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl in ``folder``."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key

@@ -101,7 +101,8 @@ def test_replicas_publish_to_their_buckets_and_a_removal_reaches_one(
     create = ["collections", "create", collection, "--schema", str(schema), "--index", "replica_id"]
     assert _cli(capsys, *create, "--buckets", str(BUCKETS)) == (
         0,
-        f"created {collection} in 4 buckets by replica_id\n",
+        f"created {collection} in 4 buckets by replica_id on 4 partitions of {topic}, "
+        "each bucket its own\n",
         "",
     )
     # Its buckets cannot change while it lives: one line, nothing written.
@@ -144,7 +145,7 @@ def test_replicas_publish_to_their_buckets_and_a_removal_reaches_one(
             for bucket in range(BUCKETS):
                 mine = tuple(r for r in replicas if bucket_of(r, BUCKETS) == bucket)
                 assert store.snapshot(f"{collection}#{bucket}").rows == _held(mine)
-            assert store.read_buckets(collection).rows == _held(replicas)
+            assert store.reader.read_buckets(collection).rows == _held(replicas)
 
         assert_eventually(lambda: applied(REPLICAS), timeout=180, interval=0.5)
         assert store.snapshot(collection).rows == _held(REPLICAS)
@@ -154,7 +155,7 @@ def test_replicas_publish_to_their_buckets_and_a_removal_reaches_one(
         assert_eventually(lambda: applied(kept), timeout=60, interval=0.5)
         # One fenced delete, keyed by the removed replica's bucket: only there is the fence.
         removed_bucket = bucket_of(REMOVED, BUCKETS)
-        fences = {b: store.fences(f"{collection}#{b}") for b in range(BUCKETS)}
+        fences = {b: store.reader.fences(f"{collection}#{b}") for b in range(BUCKETS)}
         assert {b: f for b, f in fences.items() if f} == {removed_bucket: {REMOVED: 1}}
 
         status, out, err = _cli(capsys, "collections", "show", collection, "--format", "json")

@@ -3,7 +3,7 @@ restarts the consumer, the controller, agents, brokers and Redis primaries, paus
 and Redis nodes, and fails a Redis primary over with a lost tail, while the consumer,
 the controller, agents and random producers go on and replicas are added and removed
 (``chaos_run.py``; the faults and why they never overlap beyond what the services
-survive: ``collection_manager/testing/nemesis.py``).
+survive: ``tests/model/nemesis.py``).
 
 At the end, every fault healed and the consumer caught up: Redis holds exactly the model
 of every request in the topic and what every live agent holds, nothing of a removed

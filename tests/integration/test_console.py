@@ -318,7 +318,8 @@ def test_a_console_without_the_servers_token_says_it_is_not_authorised(
     module_redis: OwnService, unique: str, tmp_path: Path
 ) -> None:
     """Not "0 replicas" and a hint to start one: the server needs a token, and the page
-    says so and how to give it; once given, the fleet (empty here) reads as it is."""
+    says so and how to give it; once given, the fleet (empty here) reads as it is, and the
+    API page (Swagger UI) reads the OpenAPI document with it."""
     if CHROMIUM is None:
         pytest.skip("no chromium: `collection-manager setup` installs Debian's (as root)")
     client = redis_client(module_redis.address)
@@ -350,7 +351,12 @@ def test_a_console_without_the_servers_token_says_it_is_not_authorised(
             _wait(
                 page, _BANNER, "not authorised: this server needs a token: enter its CM_HTTP_TOKEN"
             )
-            assert page.inner_text("#fleet-count") == "not authorised"
+            # The banner and the fleet's count are set by two reads' answers: wait for both.
+            _wait(
+                page,
+                """() => document.getElementById("fleet-count").textContent
+              === "not authorised" """,
+            )
             assert page.locator("#fleet-empty").is_hidden()
             _give_token(page, "not-the-token")
             _wait(page, _BANNER, "not authorised: this server refused the token given: enter its")
@@ -362,6 +368,13 @@ def test_a_console_without_the_servers_token_says_it_is_not_authorised(
             )
             hint = page.inner_text("#fleet-empty")
             assert "collection-manager replicas run --id r1" in hint, hint
+            # The API page, in the same tab: Swagger UI from the package reads the OpenAPI
+            # document with the token the console was given, and lists the endpoints.
+            page.goto(f"{url}/api.html")
+            _wait(page, """() => document.querySelectorAll(".opblock").length >= 7""")
+            listed = page.inner_text("#swagger-ui").replace("\u200b", "")
+            for path in ("/api/v1/collections/{name}/rows", "/api/v1/replicas", "OAS 3.1"):
+                assert path in listed, listed[:2000]
         except BaseException:
             page.screenshot(path=tmp_path / "console.png", full_page=True)
             raise

@@ -18,10 +18,10 @@ from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.epochs import epoch_key
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from spark_consumers.job import start_consumer
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 
 # Also on the project's images in make test's container pass.
@@ -147,7 +147,9 @@ def test_consumer_applies_in_order_and_dead_letters_bad_input(
                 assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
 
         assert_eventually(applied, timeout=120, interval=0.5)
-        assert store.fences(specs[0].name) == model.collection(specs[0].name).fences.as_dict()
+        assert (
+            store.reader.fences(specs[0].name) == model.collection(specs[0].name).fences.as_dict()
+        )
         # Before stopping: "nope" may be alone in its partition, applied by a later task.
         dead = _dead_letters(kafka, consumer_config.dead_letter_topic, expected=4)
     finally:
@@ -253,7 +255,7 @@ def test_bad_names_ttl_and_epochs_are_dead_letters_that_say_why(
     reasons = [dict(m.headers())["reason"].decode() for m in dead]
     for _, _, reason in bad:
         assert sum(reason in text for text in reasons) == 1, (reason, reasons)
-    assert r not in store.fences(spec.name)
+    assert r not in store.reader.fences(spec.name)
     redis.delete(epoch_key(namespace, r))
 
 
@@ -300,5 +302,5 @@ def test_diffs_past_the_domain_and_overflowing_sums_are_dead_letters(
     assert b"to 9007199254740992, outside the supported integer range" in headers[0][1]
     assert headers[1][0] == b"SchemaError"
     assert b"diff 9007199254740992 is outside the supported integer range" in headers[1][1]
-    assert store.take_refused(spec.name) == {}  # published, so forgotten
+    assert store.writer.take_refused(spec.name) == {}  # published, so forgotten
     redis.delete(epoch_key(namespace, r))

@@ -23,10 +23,10 @@ from collection_manager.core.requests import Append, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
 from tests.integration.consumer_process import consumer_env
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 
 SHADOW = 'raise ImportError("the schemas package of the working directory was imported")\n'

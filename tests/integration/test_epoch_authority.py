@@ -103,7 +103,7 @@ def test_forged_epochs_are_dead_letters_and_the_real_replica_keeps_renewing(
                 lambda: _renewed_since(controller, replica, renewed), TIMEOUT
             )
             _assert_redis_holds(store, agent, collections)
-            assert all(replica not in store.fences(name) for name in collections)
+            assert all(replica not in store.reader.fences(name) for name in collections)
             assert record.all()[replica].epoch == 1
             assert stranger not in record.all()
 

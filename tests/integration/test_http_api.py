@@ -41,7 +41,7 @@ from collection_manager.storage.heartbeats import CONSUMER, Heartbeat, alive_key
 from collection_manager.storage.keys import CATALOG, consumer_key
 from collection_manager.storage.store import RedisStore
 from spark_consumers.metrics import BatchMetrics, record_batch
-from tests.integration.http_service import Event, EventReader, served
+from tests.integration.http_service import Event, EventReader, self_signed, served
 from tests.support import assert_eventually
 
 SCHEMA = {
@@ -404,16 +404,7 @@ def test_a_token_is_asked_for_and_never_echoed(
 def test_tls_serves_https_with_the_certificate_given(
     endpoints: devservices.Endpoints, plain: Writer, tmp_path: Path
 ) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"),
-            *("-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed(tmp_path)
     settings = {"http_tls_cert_file": cert, "http_tls_key_file": key}
     with served(endpoints.redis_url, **settings) as service:
         assert service.url.startswith("https://")
@@ -493,7 +484,7 @@ def test_a_stream_resumed_with_its_last_id_delivers_each_change_once(
             json.dumps(dict(zip(plain.spec.column_names, e.row, strict=True)), sort_keys=True),
             e.diff,
         )
-        for e in plain.store.tail(plain.spec.name, 0)
+        for e in plain.store.reader.tail(plain.spec.name, 0)
     ]
     assert changes_of(seen) == expected
     assert [e.data["as_of"] for e in seen] == [int(str(e.id)) for e in seen]
@@ -578,9 +569,9 @@ def test_a_stream_from_a_position_the_log_no_longer_holds_is_410(
 # Replicas and status
 
 
-def test_replicas_shows_what_replicas_shows_and_the_lease_left(
-    endpoints: devservices.Endpoints, unique: str, topic: str
-) -> None:
+def a_live_and_a_removed_replica(endpoints: devservices.Endpoints, unique: str, topic: str) -> str:
+    """Replica ``{unique}-a`` active and ``{unique}-b`` removed, in a namespace of the test's
+    own; that namespace."""
     namespace = f"cm:replicas:{unique}"
     config = ReplicaConfig(replica_namespace=namespace)
     controller = Controller.connect(endpoints.kafka_bootstrap, endpoints.redis_url, topic, config)
@@ -590,6 +581,13 @@ def test_replicas_shows_what_replicas_shows_and_the_lease_left(
         controller.remove_replica(f"{unique}-b", "removed by the test")
     finally:
         controller.close()
+    return namespace
+
+
+def test_replicas_shows_what_replicas_shows_and_the_lease_left(
+    endpoints: devservices.Endpoints, unique: str, topic: str
+) -> None:
+    namespace = a_live_and_a_removed_replica(endpoints, unique, topic)
     with served(endpoints.redis_url, namespace=namespace) as service:
         live = get(f"{service.url}/api/v1/replicas").json()
         assert live["namespace"] == namespace
@@ -724,4 +722,4 @@ def test_a_feed_reads_the_next_changes_only_when_its_client_takes_the_last(
         for event in taken[2:] + rest
         for change in json.loads(event.split(b"data: ", 1)[1])["changes"]
     ]
-    assert times == [e.time for e in plain.store.tail(plain.spec.name, 0)]
+    assert times == [e.time for e in plain.store.reader.tail(plain.spec.name, 0)]

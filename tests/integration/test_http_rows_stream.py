@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -105,7 +106,7 @@ def _writes_between_steps(monkeypatch: pytest.MonkeyPatch, writer: Writer) -> li
 def _at(writer: Writer, as_of: int) -> dict[Row, int]:
     """The collection at ``as_of``: its rows now, with the changes after ``as_of`` undone."""
     rows = collections.Counter(writer.store.snapshot(writer.spec.name).rows)
-    for change in writer.store.tail(writer.spec.name, since=as_of + 1):
+    for change in writer.store.reader.tail(writer.spec.name, since=as_of + 1):
         rows[change.row] -= change.diff
     return {row: count for row, count in rows.items() if count}
 
@@ -218,3 +219,48 @@ def test_a_json_read_reads_one_row_past_its_bound_and_no_further(
         refused = requests.get(url, timeout=30)
     assert refused.status_code == 422 and refused.json()["bound"] == 100
     assert limits == [101]
+
+
+def test_a_client_that_takes_nothing_is_dropped_after_the_request_timeout(
+    endpoints: devservices.Endpoints, redis: redis_lib.Redis, unique: str
+) -> None:
+    """A client that sends its request, then reads nothing: once the socket buffers are
+    full (100,000 rows, about 7 MB, are more than they hold), the server's send waits;
+    after CM_HTTP_REQUEST_TIMEOUT_S it drops the connection (no last chunk) and gives the
+    stream's slot back."""
+    store = RedisStore(redis)
+    spec = CollectionSpec(f"rs-slow-{unique}", SCHEMA, ("replica_id",))
+    store.create_collection(spec)
+    writer, rows = Writer(store, spec, f"t-slow-{unique}"), 100_000
+    for first in range(0, rows, 5_000):
+        writer.append([((f"r{i // 50}", i, i), 1) for i in range(first, first + 5_000)])
+    try:
+        with served(endpoints.redis_url, http_request_timeout_s=2.0) as service:
+            received = _taking_nothing(service.server, f"/api/v1/collections/{spec.name}/rows")
+    finally:
+        store.drop_collection(spec.name)
+    assert received.startswith(b"HTTP/1.1 200")
+    assert not received.endswith(b"0\r\n\r\n")  # cut short: no client takes it for whole
+    assert received.count(b'"row"') < rows
+
+
+def _taking_nothing(server: Any, path: str) -> bytes:
+    """Asks for ``path`` as NDJSON and reads nothing until the server gave the stream's slot
+    back; then what had come."""
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # full soon
+    reader.connect((server.host, server.port))
+    reader.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {NDJSON}\r\n\r\n".encode())
+    slots = server.api.streams
+    assert_eventually(lambda: _busy(slots.taken), timeout=30)
+    assert_eventually(lambda: _free(slots.taken), timeout=120, interval=0.2)
+    received = b""
+    reader.settimeout(30)
+    while chunk := reader.recv(65536):
+        received += chunk
+    reader.close()
+    return received
+
+
+def _busy(taken: int) -> None:
+    assert taken == 1

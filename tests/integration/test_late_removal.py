@@ -12,7 +12,7 @@ appends. Then the lease loop's deletes arrive: ``Delete(replica_id = r, fence = 
 behind epoch 2's append. The collection fences epoch 1 already (the add's own removal came
 first in that partition), so the late delete retracts nothing (docs/concepts/epochs-and-fences.md).
 Here the producers are fakes that keep the topic's order in a list, which the model
-(``collection_manager/testing/model.py``) and the Redis store both apply.
+(``tests/model/model.py``) and the Redis store both apply.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from collection_manager.control.members import REMOVING
 from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.core.specs import Row
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request
 from schemas.introspection import introspection_specs
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 from tests.unit.strategies import FRONTIERS, removal_histories
 
@@ -131,8 +131,8 @@ def test_a_removal_delivered_after_the_re_added_incarnation_appended_leaves_its_
     store.apply_requests(f"t{unique}", 0, list(enumerate(broker.log)))
     for spec in specs:
         assert store.snapshot(spec.name).rows == model.collection(spec.name).snapshot()[0]
-        assert store.fences(spec.name) == model.collection(spec.name).fences.as_dict()
-    assert store.fences(frontiers.name) == {"r": 1}
+        assert store.reader.fences(spec.name) == model.collection(spec.name).fences.as_dict()
+    assert store.reader.fences(frontiers.name) == {"r": 1}
 
 
 @settings(
@@ -166,7 +166,7 @@ def test_the_store_keeps_a_replica_s_live_incarnation_whatever_late_removals_com
         assert rows == model.collection(spec.name).snapshot()[0]
         mine = {row: n for row, n in rows.items() if row[0] == "r1"}
         assert mine == _sums(r for r in renamed if isinstance(r, Append) and r.epoch == live)
-        assert store.fences(spec.name) == model.collection(spec.name).fences.as_dict()
+        assert store.reader.fences(spec.name) == model.collection(spec.name).fences.as_dict()
     finally:
         store.drop_collection(spec.name)
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ import redis as redis_lib
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collection_manager.config import ReplicaConfig
+from collection_manager.control import metrics
 from collection_manager.control.controller import Controller
 from collection_manager.control.members import ACTIVE, REMOVED
 from collection_manager.storage.replicas import ReplicaRecord
@@ -57,6 +59,11 @@ def dead_topic(kafka: str, topic: str) -> Iterator[str]:
     admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
     yield name
     admin.delete_topics([name])[name].result(30)
+
+
+def _least_lease_left() -> float | None:
+    """The controller's gauge, as its ``/metrics`` would serve it (seconds)."""
+    return metrics.REGISTRY.get_sample_value("cm_controller_lease_left_min_seconds")
 
 
 def _active(made: Controller, replica_id: str) -> bool:
@@ -103,6 +110,8 @@ def test_a_stopped_consumer_expires_nobody_and_a_silent_replica_goes_in_log_time
                 paused_until = time.monotonic() + 2.5 * ttl_s
                 while time.monotonic() < paused_until:
                     assert _active(controller, alive) and _active(controller, doomed)
+                    # Log time stands still, and so does the least lease left: never 0.
+                    assert 0 < (_least_lease_left() or 0) < math.inf
                     time.sleep(0.2)
             finally:
                 os.killpg(process.pid, signal.SIGCONT)

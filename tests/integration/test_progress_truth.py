@@ -32,10 +32,10 @@ from collection_manager.devservices.redis_server import start_redis
 from collection_manager.storage.keys import consumer_key
 from collection_manager.storage.progress import progress_key
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from spark_consumers.positions import RESET_COMMAND
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.workload import create_specs, in_kafka_order, produce_until
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 
 
@@ -76,6 +76,7 @@ def _stop(process: subprocess.Popen[bytes], log: Path) -> None:
     assert process.wait(60) == 0, log.read_text()[-3000:]
 
 
+@pytest.mark.slow  # about two minutes: make test-slow, not make test
 def test_redis_restored_from_an_older_copy_is_read_again(
     kafka: str, topic: str, own_redis: list[Service], unique: str, tmp_path: Path
 ) -> None:

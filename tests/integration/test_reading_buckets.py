@@ -32,16 +32,9 @@ from collection_manager.core.routing import route_append, route_delete
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.sql import register
 from collection_manager.storage.store import RedisStore
+from tests.support import SIZES_SCHEMA
 
-SCHEMA = {
-    "type": "record",
-    "name": "sizes",
-    "fields": [
-        {"name": "replica_id", "type": "string"},
-        {"name": "worker_id", "type": "long"},
-        {"name": "note", "type": ["null", "string"]},
-    ],
-}
+SCHEMA = SIZES_SCHEMA
 BUCKETS = 4
 
 

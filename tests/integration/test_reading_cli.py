@@ -248,20 +248,21 @@ def test_tail_follow_prints_each_new_change_once_until_ctrl_c(
 
 def test_collections_list_and_describe(capsys: pytest.CaptureFixture[str], collection: str) -> None:
     listed = {entry["name"]: entry for entry in run_json(capsys, "collections", "list")}
+    replica_id = {"name": "replica_id", "type": "string", "nullable": False, "indexed": True}
     assert listed[collection] == {
         "name": collection,
         "rows": 2,
         "time": 3,
-        "columns": ["replica_id", "worker_id", "hydrated", "count"],
+        "columns": [replica_id, *listed[collection]["columns"][1:]],
         "indexed_columns": ["replica_id"],
+        "buckets": 1,
+        "bucket_column": None,
     }
+    names = [column["name"] for column in listed[collection]["columns"]]
+    assert names == ["replica_id", "worker_id", "hydrated", "count"]
     described = run_json(capsys, "collections", "show", collection)
-    assert described["columns"][0] == {
-        "name": "replica_id",
-        "type": "string",
-        "nullable": False,
-        "indexed": True,
-    }
+    # What the listing shows, then the collection's own; the same as the HTTP API's.
+    assert {k: v for k, v in described.items() if k in listed[collection]} == listed[collection]
     assert (described["rows"], described["time"], described["counters"]["requests"]) == (2, 3, 3)
     status, out, _ = run(capsys, "collections", "show", collection)
     assert status == 0
@@ -281,7 +282,7 @@ def test_query_and_describe_show_row_ttls(
     [without, [*_, expires]] = cells(out, "r1")
     assert without[-1] == "-" and expires.endswith(("(in 59min)", "(in 60min)"))
     described = run_json(capsys, "collections", "show", collection)
-    assert described["ttl"] == {"rows": 1, "next_expiry": now + hour}
+    assert described["ttl"] == {"rows": 1, "next_expiry_ms": now + hour}
     status, out, _ = run(capsys, "collections", "show", collection)
     assert out.splitlines()[0].startswith(f"{collection}: 2 rows at time 4; 1 row with a TTL, ")
 
@@ -349,6 +350,9 @@ def test_status_shows_the_consumer_its_lag_now_and_the_collections(
             "rows": 2,
             "time": 3,
             "counters": {name: stats.get(name, 0) for name in ours[0]["counters"]},
+            "buckets": 1,
+            "bucket_column": None,
+            "bucket_rows": [],
         }
     ]
     assert ours[0]["counters"]["requests"] == 3

@@ -302,13 +302,13 @@ def test_a_real_fleet_is_introspected_through_its_exporters(
 
         down = assert_eventually(says_down, TIMEOUT, 0.2)
         kept = _stored_samples(store, samples, stopped.replica_id)
-        first_expiry = store.expiries(status, [down])[down]
+        first_expiry = store.reader.expiries(status, [down])[down]
 
         def four_more_failed_scrapes() -> None:
             # Each step refreshes the status row's TTL: its expiry moves a step further.
             row = _status(store, status, stopped.replica_id)
             assert row is not None and row[2] is False, row
-            expiry = store.expiries(status, [row]).get(row, 0)
+            expiry = store.reader.expiries(status, [row]).get(row, 0)
             assert expiry >= first_expiry + 4 * config.step_interval_ms
 
         assert_eventually(four_more_failed_scrapes, TIMEOUT, 0.2)

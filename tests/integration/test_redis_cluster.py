@@ -90,7 +90,7 @@ def test_a_collection_whose_slot_migrates_is_written_once_whole_on_its_new_node(
     store = RedisStore.connect(cluster.url)
     name = f"moving-{unique}"
     store.create_collection(CollectionSpec(name, ROW_SCHEMA, ("replica_id",)))
-    store.apply(name, "t", 0, [append(0, 0, "r1", 1, rows_of("r1", 5))])
+    store.writer.apply(name, "t", 0, [append(0, 0, "r1", 1, rows_of("r1", 5))])
     keys = CollectionKeys(name)
     slot = key_slot(keys.contents.encode())
     source = cluster.slot_owner(slot)
@@ -103,7 +103,7 @@ def test_a_collection_whose_slot_migrates_is_written_once_whole_on_its_new_node(
     applied: list[dict[str, int]] = []
     writer = threading.Thread(
         target=lambda: applied.append(
-            store.apply(name, "t", 0, [append(1, 1, "r2", 1, rows_of("r2", 3))])
+            store.writer.apply(name, "t", 0, [append(1, 1, "r2", 1, rows_of("r2", 3))])
         )
     )
     writer.start()
@@ -120,6 +120,6 @@ def test_a_collection_whose_slot_migrates_is_written_once_whole_on_its_new_node(
     rows = {row: 1 for row, _ in rows_of("r1", 5) + rows_of("r2", 3)}
     assert store.snapshot(name).rows == rows
     # The index sets moved intact and still serve an indexed delete.
-    store.apply(name, "t", 0, [DeleteOp(2, ["replica_id:r1"], None)])
+    store.writer.apply(name, "t", 0, [DeleteOp(2, ["replica_id:r1"], None)])
     assert store.snapshot(name).rows == {row: 1 for row, _ in rows_of("r2", 3)}
     store.drop_collection(name)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import redis as redis_lib
 
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from spark_consumers.retraction_timer import RetractionTimer
+from tests.model.model import ModelStore
 
 
 def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
@@ -43,18 +44,26 @@ def test_timer_retracts_on_time_and_rebuilds_at_the_expiration(
 
 
 def test_a_collection_dropped_between_the_listing_and_its_schedule_is_passed_over(
-    redis: redis_lib.Redis, frontiers_spec: CollectionSpec
+    redis: redis_lib.Redis, frontiers_spec: CollectionSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A consumer starting (or ticking) beside a drop, another test's in a parallel run,
     once exited: the timer listed the collection, then its schedule was gone."""
     spec = frontiers_spec
+    store = RedisStore(redis)
+    dropped = dataclasses.replace(spec, name=f"dropped-{spec.name}")
+    store.create_collection(dropped)
+    for offset, name in enumerate((spec.name, dropped.name)):
+        store.apply_requests("t", 0, [(offset, Append(name, "r1", 1, (), 0))])
+    written_from = store.writer.written_from
 
-    class DroppedMidListing(RedisStore):
-        def collections(self) -> list[str]:
-            return [spec.name, f"dropped-{spec.name}"]
+    def written_then_dropped(name: str, topic: str) -> bool:
+        written = written_from(name, topic)
+        if name == dropped.name:
+            store.drop_collection(name)  # listed and written from the topic, then gone
+        return written
 
-    RedisStore(redis).apply_requests("t", 0, [(0, Append(spec.name, "r1", 1, (), 0))])
-    timer = RetractionTimer(DroppedMidListing(redis), 0, "t")
+    monkeypatch.setattr(store.writer, "written_from", written_then_dropped)
+    timer = RetractionTimer(store, 0, "t")
     timer.start()
     assert timer.prepared == {spec.name}
 

@@ -89,6 +89,7 @@ def fleet(
         upgrade.stop_all()
 
 
+@pytest.mark.slow  # over two minutes (two releases installed, three restarts): make test-slow
 def test_a_rolling_upgrade_and_a_downgrade_lose_nothing(
     fleet: UpgradeFleet, redis: redis_lib.Redis, endpoints: devservices.Endpoints, tmp_path: Path
 ) -> None:

@@ -68,7 +68,7 @@ def _holds(store: RedisStore, spec: CollectionSpec, rows: list[Row]) -> Callable
 
 
 def _retractions(store: RedisStore, spec: CollectionSpec) -> Counter[Row]:
-    return Counter(e.row for e in store.tail(spec.name) if e.diff < 0)
+    return Counter(e.row for e in store.reader.tail(spec.name) if e.diff < 0)
 
 
 def test_rows_expire_after_their_ttl_unless_refreshed(
@@ -81,7 +81,7 @@ def test_rows_expire_after_their_ttl_unless_refreshed(
     try:
         _publish(kafka, topic, spec, kept + dropped, 1)
         assert_eventually(_holds(store, spec, kept + dropped), timeout=120)
-        expiries = store.expiries(spec.name)
+        expiries = store.reader.expiries(spec.name)
         # Refreshed every 0.3 s: the kept rows' TTL starts again long before it ends.
         while any(row in store.snapshot(spec.name).rows for row in dropped):
             assert time.time() * 1000 < max(expiries.values()) + 30_000, log.read_text()[-3000:]
@@ -96,7 +96,7 @@ def test_rows_expire_after_their_ttl_unless_refreshed(
         assert_eventually(_holds(store, spec, []), timeout=60)
         assert _retractions(store, spec) == Counter(kept + dropped)
         assert store.stats(spec.name)["expirations"] == 10
-        assert store.expiries(spec.name) == {}
+        assert store.reader.expiries(spec.name) == {}
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(60) == 0, log.read_text()[-3000:]
     finally:
@@ -116,7 +116,9 @@ def test_a_consumer_down_at_the_expiry_retracts_each_row_once_after_restart(
         _publish(kafka, topic, spec, rows, 1)
         assert_eventually(_holds(store, spec, rows), timeout=120)
         kill(consumer)
-        time.sleep(max(0.0, max(store.expiries(spec.name).values()) / 1000 - time.time()) + 1)
+        time.sleep(
+            max(0.0, max(store.reader.expiries(spec.name).values()) / 1000 - time.time()) + 1
+        )
         # Nothing retracts while no consumer runs.
         assert store.snapshot(spec.name).rows == dict.fromkeys(rows, 1)
         consumer = start_consumer(env, log)

@@ -221,7 +221,6 @@ def _delete_most_between_steps(
     return deleted
 
 
-@pytest.mark.slow  # 200,000 rows loaded and read twice: make test-slow
 @pytest.mark.parametrize("media_type", [NDJSON, ARROW])
 def test_an_http_stream_through_a_delete_of_most_rows_hands_on_each_row_once(
     endpoints: devservices.Endpoints,

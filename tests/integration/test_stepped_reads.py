@@ -22,8 +22,9 @@ from collection_manager.core.requests import Append, Delete
 from collection_manager.core.specs import CollectionSpec, Row
 from collection_manager.core.stepped_read import SteppedReadError
 from collection_manager.storage import step_reads
+from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.client import redis_client
-from collection_manager.storage.step_reads import ChangeLog, ReadPart, read_part, split
+from collection_manager.storage.step_reads import ReadPart, read_part, split
 from collection_manager.storage.store import RedisStore
 from tests.support import assert_eventually
 
@@ -89,7 +90,7 @@ def _at(
 ) -> dict[Row, int]:
     """The collection at ``as_of``: its change log replayed (the model of a read)."""
     rows: Counter[Row] = Counter()
-    for entry in store.tail(spec.name):
+    for entry in store.reader.tail(spec.name):
         if entry.time <= as_of:
             rows[entry.row] += entry.diff
     matches = compile_filter(where, spec.column_names) if where is not None else None

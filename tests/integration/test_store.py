@@ -70,12 +70,12 @@ def test_unknown_collection_is_named(store: RedisStore) -> None:
 
 
 def test_appends_consolidate_and_zero_rows_vanish(store: RedisStore, collection: str) -> None:
-    store.apply(collection, "t", 0, [append(0, 0, "r1", 1, [(("r1", 1, 2), 3)])])
-    store.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 1, 2.0), -3)])])
+    store.writer.apply(collection, "t", 0, [append(0, 0, "r1", 1, [(("r1", 1, 2), 3)])])
+    store.writer.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 1, 2.0), -3)])])
     snap = store.snapshot(collection)
     assert snap.rows == {}
     assert snap.as_of == 2
-    assert [(e.time, e.row, e.diff) for e in store.tail(collection)] == [
+    assert [(e.time, e.row, e.diff) for e in store.reader.tail(collection)] == [
         (1, ("r1", 1, 2.0), 3),
         (2, ("r1", 1, 2.0), -3),
     ]
@@ -85,14 +85,16 @@ def test_a_large_step_is_logged_in_entries_of_one_time(
     store: RedisStore, collection: str, redis: redis_lib.Redis
 ) -> None:
     updates = [(("r1", worker, 0.5), 1 + worker % 3) for worker in range(1_200)]
-    store.apply(collection, "t", 0, [append(0, 0, "r1", 1, updates)])
-    store.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 7, 0.5), -2)])])
-    changes = [(e.time, e.row, e.diff) for e in store.tail(collection)]
+    store.writer.apply(collection, "t", 0, [append(0, 0, "r1", 1, updates)])
+    store.writer.apply(collection, "t", 0, [append(1, 1, "r1", 1, [(("r1", 7, 0.5), -2)])])
+    changes = [(e.time, e.row, e.diff) for e in store.reader.tail(collection)]
     assert changes == [(1, row, diff) for row, diff in updates] + [(2, ("r1", 7, 0.5), -2)]
     log = CollectionKeys(collection).log
     assert [entry_id for entry_id, _ in redis.xrange(log)] == [b"1-0", b"1-1", b"1-2", b"2-0"]
-    assert [(e.time, e.row) for e in store.tail(collection, since=2)] == [(2, ("r1", 7, 0.5))]
-    assert len(store.tail(collection, limit=3)) == 3
+    assert [(e.time, e.row) for e in store.reader.tail(collection, since=2)] == [
+        (2, ("r1", 7, 0.5))
+    ]
+    assert len(store.reader.tail(collection, limit=3)) == 3
 
 
 def test_a_replayed_group_changes_nothing(
@@ -104,10 +106,10 @@ def test_a_replayed_group_changes_nothing(
         append(5, 5, "r1", 1, rows_of("r1", 3, cpu=9.0)),
         append(6, 6, "r2", 1, rows_of("r2", 5)),
     ]
-    first = store.apply(collection, "t", 0, group)
-    before = (store.snapshot(collection), store.tail(collection), store.stats(collection))
-    again = store.apply(collection, "t", 0, group)
-    after = (store.snapshot(collection), store.tail(collection), store.stats(collection))
+    first = store.writer.apply(collection, "t", 0, group)
+    before = (store.snapshot(collection), store.reader.tail(collection), store.stats(collection))
+    again = store.writer.apply(collection, "t", 0, group)
+    after = (store.snapshot(collection), store.reader.tail(collection), store.stats(collection))
     assert first["requests"] == 7 and first["steps"] == 4  # the first op merges 4 appends
     assert first["fused_appends"] == 1
     assert again["requests"] == 0 and again["replays_skipped"] == 4
@@ -118,9 +120,9 @@ def test_a_replayed_group_changes_nothing(
 def test_a_replay_that_straddles_the_watermark_is_refused(
     store: RedisStore, collection: str
 ) -> None:
-    store.apply(collection, "t", 0, [append(0, 5, "r1", 1, rows_of("r1", 2))])
+    store.writer.apply(collection, "t", 0, [append(0, 5, "r1", 1, rows_of("r1", 2))])
     with pytest.raises(WatermarkMovedError, match="straddles the applied offset 5"):
-        store.apply(collection, "t", 0, [append(3, 8, "r1", 1, rows_of("r1", 2))])
+        store.writer.apply(collection, "t", 0, [append(3, 8, "r1", 1, rows_of("r1", 2))])
     assert store.snapshot(collection).rows == dict(rows_of("r1", 2))
 
 
@@ -131,12 +133,12 @@ def test_a_second_applier_that_got_ahead_meanwhile_is_left_out_not_fatal(
     # The other consumer applied offsets 0..4 after this one read the watermark (-1) and
     # merged 0..7 into one group.
     store.apply_requests("t", 0, requests[:5])
-    stale, read = [-1], store.applied_offset
+    stale, read = [-1], store.writer.applied_offset
 
     def applied_offset(*args: object) -> int:
         return stale.pop() if stale else read(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store, "applied_offset", applied_offset)
+    monkeypatch.setattr(store.writer, "applied_offset", applied_offset)
     counts = store.apply_requests("t", 0, requests)
     assert counts[collection]["requests"] == 3  # only 5..7: nothing applied twice
     assert store.snapshot(collection).rows == {("r1", i, 0.5): 1 for i in range(8)}
@@ -149,9 +151,9 @@ def test_indexed_delete_touches_only_matching_rows(
 ) -> None:
     store = RedisStore(redis, delete_step_rows=step_rows)
     for i, replica in enumerate(["r1", "r2", "r3", "r4"]):
-        store.apply(collection, "t", 0, [append(i, i, replica, 1, rows_of(replica, 500))])
+        store.writer.apply(collection, "t", 0, [append(i, i, replica, 1, rows_of(replica, 500))])
     before = command_calls(redis)
-    counts = store.apply(collection, "t", 0, [DeleteOp(9, ["replica_id:r2"], None)])
+    counts = store.writer.apply(collection, "t", 0, [DeleteOp(9, ["replica_id:r2"], None)])
     after = command_calls(redis)
     calls = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     assert counts["retractions"] == 500
@@ -169,7 +171,7 @@ def test_indexed_delete_touches_only_matching_rows(
 
 
 def test_scan_delete_and_filtered_snapshots_agree(store: RedisStore, collection: str) -> None:
-    store.apply(
+    store.writer.apply(
         collection,
         "t",
         1,
@@ -179,7 +181,9 @@ def test_scan_delete_and_filtered_snapshots_agree(store: RedisStore, collection:
     by_scan = store.snapshot(collection, and_(prefix("replica_id", "r2"), ge("worker_id", 15)))
     assert by_index == by_scan
     assert sorted(by_index.rows) == [("r2", w, 0.5) for w in range(15, 20)]
-    store.apply(collection, "t", 1, [DeleteOp(2, None, ["or", ["lt", 1, 5], ["is_null", 2]])])
+    store.writer.apply(
+        collection, "t", 1, [DeleteOp(2, None, ["or", ["lt", 1, 5], ["is_null", 2]])]
+    )
     assert sorted(store.snapshot(collection).rows) == sorted(
         [("r1", w, 0.5) for w in range(5, 20)] + [("r2", w, 0.5) for w in range(5, 20)]
     )
@@ -214,7 +218,7 @@ def test_a_concurrent_reader_never_sees_half_a_request(
             updates = [(("r1", w, float(k)), 1) for w in range(size)]
             if k:
                 updates += [(("r1", w, float(k - 1)), -1) for w in range(size)]
-            store.apply(collection, "t", 0, [append(k, k, "r1", 1, updates)])
+            store.writer.apply(collection, "t", 0, [append(k, k, "r1", 1, updates)])
     finally:
         done.set()
         thread.join()

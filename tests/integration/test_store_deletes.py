@@ -19,15 +19,15 @@ import redis as redis_lib
 from collection_manager.core.filters import Filter, and_, eq, ge, in_, le
 from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.storage import store as store_module
+from collection_manager.storage import writes as store_module
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.library import CONTINUE, call
 from collection_manager.storage.ops import function_call
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from tests.integration.own_services import OwnService
 from tests.integration.test_store_model import _assert_agrees, _log
+from tests.model.model import ModelStore
 
 ROW_SCHEMA = {
     "type": "record",
@@ -102,7 +102,7 @@ def _steps(redis: redis_lib.Redis, spec: CollectionSpec, count: int) -> list[str
 def _leave_half_done(loaded: Loaded, where: Filter, monkeypatch: Any) -> None:
     """Applies a delete of ``where`` and stops it after two steps (a consumer killed)."""
     with monkeypatch.context() as patched:
-        patched.setattr(loaded.store, "_finish_delete", lambda spec: {})
+        patched.setattr(loaded.store.writer, "_finish_delete", lambda spec: {})
         loaded.apply(Delete(loaded.spec.name, where))
     assert _steps(loaded.store._client, loaded.spec, 2) == ["more", "more"]
 
@@ -121,7 +121,7 @@ def _finish_by(how: str, loaded: Loaded, redis: redis_lib.Redis) -> None:
 def test_a_half_done_delete_is_whole_to_readers_and_finished_by_the_next_writer(
     loaded: Loaded, redis: redis_lib.Redis, delete: str, how: str, monkeypatch: Any
 ) -> None:
-    before = [(e.time, e.row, e.diff) for e in loaded.store.tail(loaded.spec.name)]
+    before = [(e.time, e.row, e.diff) for e in loaded.store.reader.tail(loaded.spec.name)]
     _leave_half_done(loaded, DELETES[delete], monkeypatch)
     model = loaded.model.collection(loaded.spec.name)
     rows, time = model.snapshot()
@@ -134,7 +134,7 @@ def test_a_half_done_delete_is_whole_to_readers_and_finished_by_the_next_writer(
         filtered = loaded.store.snapshot(loaded.spec.name, eq("replica_id", replica))
         assert filtered.rows == {r: m for r, m in rows.items() if r[0] == replica}
         assert filtered.as_of == time
-    tail = [(e.time, e.row, e.diff) for e in loaded.store.tail(loaded.spec.name)]
+    tail = [(e.time, e.row, e.diff) for e in loaded.store.reader.tail(loaded.spec.name)]
     assert _log(tail) == _log(before)
 
     _finish_by(how, loaded, redis)

@@ -27,8 +27,8 @@ from collection_manager.core.requests import Append, Delete, Fence, Request, val
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees
+from tests.model.model import ModelStore
 
 EDGES = (INT_LIMIT, INT_LIMIT - 1, -INT_LIMIT, 1, -1, 2)
 PAST = (INT_LIMIT + 1, -(INT_LIMIT + 1), 2**63 - 1, -(2**63))
@@ -114,7 +114,7 @@ def test_requests_across_the_domain_and_past_it_match_the_model(
             _assert_agrees(RedisStore(redis), spec.name, model.collection(spec.name))
             _assert_bound_holds(redis, spec.name)
             start += len(group)
-        refused = RedisStore(redis).take_refused(spec.name)
+        refused = RedisStore(redis).writer.take_refused(spec.name)
         assert len(refused) == model.collection(spec.name).counters.refused
         event(f"appends refused: {'some' if refused else 'none'}; dead letters: {dead > 0}")
         assert all("outside the supported integer range" in why for why in refused.values())
@@ -155,7 +155,7 @@ def test_an_append_that_would_overflow_is_refused_whole_and_once(store: RedisSto
         assert store.snapshot(SPEC.name).rows == {a: INT_LIMIT, b: 1}
         assert store.stats(SPEC.name)["refused"] == 1
         assert counts == {}  # the replay found everything applied: nothing refused again
-        [(field, why)] = store.take_refused(SPEC.name).items()
+        [(field, why)] = store.writer.take_refused(SPEC.name).items()
         assert field == "t:5:1"
         assert "to 9007199254740992, outside the supported integer range" in why
     finally:

@@ -45,7 +45,7 @@ def loaded(redis: redis_lib.Redis) -> Iterator[tuple[RedisStore, CollectionSpec]
     name = f"drop-{uuid.uuid4().hex[:8]}"
     spec = CollectionSpec(name, ROW_SCHEMA, ("replica_id", "worker_id"))
     store = RedisStore(redis)
-    store._drop = CollectionDrop(redis, STEP_ROWS)
+    store.catalog._drop = CollectionDrop(redis, STEP_ROWS)
     store.create_collection(spec)
     requests: list[Any] = []
     for offset, first in enumerate(range(0, ROWS, 1_000)):
@@ -64,12 +64,12 @@ def test_a_drop_goes_in_steps_and_leaves_no_key(
     before = _keys_of(redis, spec.name)
     assert CollectionKeys(spec.name).index("replica_id", "r3").encode() in before
     calls: list[str] = []
-    real = store._drop._client.fcall
+    real = store.catalog._drop._client.fcall
     monkeypatch.setattr(
-        store._drop._client, "fcall", lambda name, *a: calls.append(name) or real(name, *a)
+        store.catalog._drop._client, "fcall", lambda name, *a: calls.append(name) or real(name, *a)
     )
     pauses: list[float] = []
-    store._drop._pause = pauses.append
+    store.catalog._drop._pause = pauses.append
     store.drop_collection(spec.name)
     assert calls.count(function_name(DROP)) >= ROWS // STEP_ROWS  # bounded steps, not one call
     # Redis is left to others between steps (as long as each step took), not after the last.
@@ -87,7 +87,7 @@ def test_a_drop_stopped_half_way_is_finished_by_the_next_create(
     with monkeypatch.context() as patched:  # the command killed after its first step
         steps = iter([True])
         patched.setattr(
-            store._drop, "finish", lambda name: next(steps, None) and _one_step(redis, name)
+            store.catalog._drop, "finish", lambda name: next(steps, None) and _one_step(redis, name)
         )
         store.drop_collection(spec.name)
     keys = CollectionKeys(spec.name)

@@ -96,7 +96,7 @@ def test_libraries_of_two_versions_live_side_by_side(
     install(redis)  # the other version's consumer starts
     assert {"cm", THIS[-1], another_version} <= names(redis)
     store = RedisStore(redis)
-    assert store.apply(collection, "t", 0, [appended(0, "r1", 3)])["updates"] == 3
+    assert store.writer.apply(collection, "t", 0, [appended(0, "r1", 3)])["updates"] == 3
     assert redis.fcall("cm_version", 0) == b"first"  # 0.1.0's library is untouched
     this_version = THIS[-1].removeprefix("cm_")
     assert redis.fcall(f"{THIS[-1]}_version", 0) == this_version.encode()  # and this one's
@@ -105,7 +105,7 @@ def test_libraries_of_two_versions_live_side_by_side(
 def test_a_reader_of_another_version_changes_nothing_and_says_how_to_load(
     redis: redis_lib.Redis, collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    RedisStore(redis).apply(collection, "t", 0, [appended(0, "r1", 2)])  # this version's
+    RedisStore(redis).writer.apply(collection, "t", 0, [appended(0, "r1", 2)])  # this version's
     with contextlib.suppress(redis_lib.ResponseError):  # left by another test
         redis.function_delete(OTHER)
     before = everything(redis)
@@ -122,7 +122,7 @@ def test_a_lost_library_is_loaded_again_by_a_write_never_by_a_read(
 ) -> None:
     store = RedisStore(redis)
     redis.function_delete(library_name())
-    assert store.apply(collection, "t", 0, [appended(0, "r1", 2)])["updates"] == 2
+    assert store.writer.apply(collection, "t", 0, [appended(0, "r1", 2)])["updates"] == 2
     redis.function_delete(library_name())
     with pytest.raises(FunctionsNotLoadedError):
         store.snapshot(collection, eq("replica_id", "r1"))
@@ -181,11 +181,11 @@ def test_functions_reach_index_keys_they_derive_and_do_not_declare(
 ) -> None:
     # Redis Functions, like scripts, may touch undeclared keys on a single (non-cluster) node.
     store = RedisStore(redis)
-    store.apply(collection, "t", 0, [appended(0, "r1", 2), appended(1, "r2", 3)])
+    store.writer.apply(collection, "t", 0, [appended(0, "r1", 2), appended(1, "r2", 3)])
     index = CollectionKeys(collection).index
     assert redis.scard(index("replica_id", "r1")) == 2
     assert len(store.snapshot(collection, eq("replica_id", "r2")).rows) == 3
-    store.apply(collection, "t", 0, [DeleteOp(2, ["replica_id:r2"], None)])
+    store.writer.apply(collection, "t", 0, [DeleteOp(2, ["replica_id:r2"], None)])
     assert redis.exists(index("replica_id", "r2")) == 0
     assert set(store.snapshot(collection).rows) == {("r1", 0), ("r1", 1)}
 

@@ -17,7 +17,7 @@ from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.ops import indexed_positions
 from collection_manager.storage.rows import decode_row, index_value
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import CollectionModel, ModelCounters, ModelStore
+from tests.model.model import CollectionModel, ModelCounters, ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_streams
 
 # The counters the model keeps (all but replays_skipped, which it never sees).
@@ -40,12 +40,12 @@ def _assert_agrees(store: RedisStore, name: str, model: CollectionModel) -> None
     rows, time = model.snapshot()
     assert snapshot.rows == rows
     assert snapshot.as_of == time
-    assert store.fences(name) == model.fences.as_dict()
+    assert store.reader.fences(name) == model.fences.as_dict()
     stats = store.stats(name)
     assert {c: stats.get(c, 0) for c in MODEL_COUNTERS} == {
         c: getattr(model.counters, c) for c in MODEL_COUNTERS
     }
-    stored = [(e.time, e.row, e.diff) for e in store.tail(name)]
+    stored = [(e.time, e.row, e.diff) for e in store.reader.tail(name)]
     assert _log(stored) == _log([(e.time, e.row, e.diff) for e in model.log])
 
 

@@ -22,8 +22,8 @@ from collection_manager.core.requests import Append, Request
 from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.library import DUE, DUE_STEP_ROWS
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees, _renamed
+from tests.model.model import ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_requests
 
 # Far in the future (inside the numeric domain), so that a consumer's retraction timer on
@@ -87,7 +87,7 @@ def test_row_ttls_match_the_model(
             for spec in specs:
                 collection = model.collection(spec.name)
                 _assert_agrees(store, spec.name, collection)
-                assert store.expiries(spec.name) == collection.expiries
+                assert store.reader.expiries(spec.name) == collection.expiries
                 assert redis.zcard(CollectionKeys(spec.name).expiries) == len(collection.expiries)
     finally:
         for spec in specs:
@@ -110,7 +110,7 @@ def test_a_re_append_refreshes_and_reads_show_the_expiry(redis: redis_lib.Redis)
         # A zero diff names the row without changing it: its TTL starts again.
         refresh = Append(spec.name, "r1", 1, ((row, 0),), 0, ttl_ms=100)
         store.apply_requests("t", 0, [(1, refresh)], now_ms=EPOCH + 60)
-        assert store.expiries(spec.name, [row, other, ("r9", "x", 0, None)]) == {
+        assert store.reader.expiries(spec.name, [row, other, ("r9", "x", 0, None)]) == {
             row: EPOCH + 160,
             other: EPOCH + 100,
         }
@@ -142,8 +142,8 @@ def test_many_rows_due_at_once_go_in_bounded_calls_each_exactly_once(
     ]
     scheduled = [(("r2", "s", w, None), 1) for w in range(DUE_STEP_ROWS // 4)]
     calls: list[Any] = []
-    real_call = store._call
-    monkeypatch.setattr(store, "_call", lambda *a: calls.append(a[0]) or real_call(*a))
+    real_call = store.writer._call
+    monkeypatch.setattr(store.writer, "_call", lambda *a: calls.append(a[0]) or real_call(*a))
     try:
         store.apply_requests(
             "t",
@@ -163,7 +163,7 @@ def test_many_rows_due_at_once_go_in_bounded_calls_each_exactly_once(
         assert counters["expirations"] == len(rows)
         assert counters["scheduled_retractions"] == len(scheduled)
         retracted: Counter[Any] = Counter()
-        for entry in store.tail(spec.name, since=before + 1):
+        for entry in store.reader.tail(spec.name, since=before + 1):
             retracted[entry.row] += entry.diff
         assert retracted == {row: -n for row, n in rows + scheduled}
         store.retract_due(spec.name, EPOCH + 200)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from collection_manager.core.requests import Append, Request
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from tests.integration.test_store_model import _assert_agrees, _renamed
+from tests.model.model import ModelStore
 from tests.unit.strategies import MODEL_SPECS, model_requests
 
 Tick = int  # the clock moves to this time (ms) and due retractions are applied

@@ -19,9 +19,9 @@ from collection_manager.cli.main import main
 from collection_manager.core.requests import Append
 from collection_manager.core.routing import route_append
 from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.storage.change_log import LogEntries
 from collection_manager.storage.keys import LOG_CLOCK_FIELD, CollectionKeys
 from collection_manager.storage.log_clock import redis_now_ms
-from collection_manager.storage.step_reads import LogEntries
 from collection_manager.storage.store import RedisStore
 from tests.integration.own_services import OwnService
 from tests.support import assert_eventually

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import signal
 import subprocess
@@ -136,9 +137,11 @@ def test_prometheus_scrapes_every_process_and_status_and_readiness_tell_the_trut
             assert (prometheus.value("sum(cm_agent_requests_delivered_total)") or 0) > 0
             assert (prometheus.value("cm_controller_lease_checks_total") or 0) > 0
             assert prometheus.value('cm_controller_replicas{state="active"}') == 1
+            # Inside the wait: the controller-down alert fires when the steps above outlast
+            # its minute, and resolves at the first rule evaluation after a good scrape.
+            assert prometheus.firing() == {"CollectionManagerDeadLetters"}
 
         assert_eventually(all_scraped, timeout=120, interval=0.5)
-        assert prometheus.firing() == {"CollectionManagerDeadLetters"}
 
         kill(consumer)
 
@@ -222,6 +225,8 @@ def test_the_controller_serves_metrics_and_status_tells_it_from_a_killed_one(
         assert status == 200
         assert (_sample(metrics, "cm_controller_lease_checks_total", {}) or 0) > 0
         assert _sample(metrics, "cm_controller_replicas", {"state": "active"}) == 0
+        # No replica: no lease can run out.
+        assert _sample(metrics, "cm_controller_lease_left_min_seconds", {}) == math.inf
         controller.send_signal(signal.SIGKILL)
         controller.wait(30)
 

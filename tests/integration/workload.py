@@ -15,9 +15,9 @@ from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from collection_manager.testing.model import ModelStore
 from schemas.codec import decode_request, encode_request
 from schemas.introspection import introspection_spec
+from tests.model.model import ModelStore
 from tests.support import assert_eventually
 
 NAMES = ("compute_frontiers", "error_counts", "replica_metrics")

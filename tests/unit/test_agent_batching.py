@@ -65,8 +65,9 @@ def test_published_state_consolidates_in_any_order() -> None:
 
 
 class _Message:
-    def __init__(self, topic: str, key: bytes, value: bytes) -> None:
+    def __init__(self, topic: str, key: bytes, value: bytes, partition: int = -1) -> None:
         self._topic, self._key, self._value = topic, key, value
+        self._partition = partition  # -1: the producer's partitioner picks (not modelled)
 
     def topic(self) -> str:
         return self._topic
@@ -78,7 +79,11 @@ class _Message:
         return self._value
 
     def partition(self) -> int:
-        return 0
+        return max(self._partition, 0)
+
+    def asked_partition(self) -> int:
+        """The partition the producer was asked for (-1: none, its key picks)."""
+        return self._partition
 
 
 class Broker:
@@ -119,13 +124,21 @@ class _FakeProducer:
     def __len__(self) -> int:
         return len(self.queue)
 
-    def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any, headers: Any) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes,
+        on_delivery: Any,
+        headers: Any,
+        partition: int = -1,
+    ) -> None:
         with self.broker.lock:
             self.broker.produced += 1
             count = self.broker.produced
         if count in self.broker.fails:
             on_delivery = _timing_out(on_delivery)
-        self.queue.append((_Message(topic, key, value), on_delivery))
+        self.queue.append((_Message(topic, key, value, partition), on_delivery))
         if self.broker.on_produce is not None:
             self.broker.on_produce(count)
 

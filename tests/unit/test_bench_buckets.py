@@ -67,6 +67,8 @@ def _config(
             "trail_ms_p99": trail_ms,
             "read_ms_p50": 2.0,
             "read_ms_p99": 9.0,
+            "per_bucket_ms_p50": 2.0 * buckets,
+            "per_bucket_ms_p99": 9.0 * buckets,
         },
     }
 
@@ -93,7 +95,11 @@ RESULT = {
 
 def test_each_bucket_count_is_compared_with_one_bucket() -> None:
     rows = buckets(RESULT)
-    assert {row.baseline_name for row in rows} == {"1 bucket"}
+    # Against one bucket, but the cut read: against one call per bucket, in the same run.
+    assert {row.baseline_name for row in rows} == {"1 bucket", "one call per bucket"}
+    reads = [row for row in rows if row.name.startswith("cut read")]
+    assert [(row.value, row.baseline_name) for row in reads][1] == (9.0, "one call per bucket")
+    assert reads[1].ratio == pytest.approx(9.0 / (9.0 * 16))
     applied = {row.name: row for row in rows if row.name.startswith("applied")}
     assert applied["applied rate, 16 buckets"].ratio == pytest.approx(19_900 / 19_000)
     assert not any("1 bucket" in row.name for row in rows)

@@ -154,3 +154,28 @@ def test_the_median_capacity_counts_a_climb_that_sustained_nothing_as_zero() -> 
     assert [capacity(c, 1_000) for c in climbs(steps)] == [40_000.0, None, 60_000.0]
     assert median_capacity(steps, 1_000) == 40_000.0
     assert median_capacity(climb(0, [1_200]) + climb(1, [1_300]) + steps[-3:], 1_000) is None
+
+
+def test_a_spark_driver_process_of_its_own_counts_apart_from_its_jvm_and_workers() -> None:
+    # bench/consumer_process.py: a Python child that started the JVM (its workers below it).
+    from bench.cpu import DRIVER
+
+    own = {
+        ME: (1, 12.0, "python -m bench.curves"),
+        400: (ME, 7.0, "/venv/bin/python -c from multiprocessing.spawn import spawn_main"),
+        401: (400, 30.0, "/usr/lib/jvm/bin/java -cp pyspark/jars/* SparkSubmit"),
+        402: (401, 6.0, "/venv/bin/python -m pyspark.daemon"),
+        403: (ME, 0.5, "/venv/bin/python -c resource_tracker"),  # no JVM below: plain
+    }
+    totals = classify(own, ME, {})
+    assert totals[DRIVER] == 7.0
+    assert totals[JVM] == 30.0
+    assert totals[WORKERS] == 6.0
+    assert totals[PLAIN] == 0.5
+    assert totals[BENCH] == 12.0
+
+
+def test_without_a_driver_process_its_kind_is_not_in_the_totals() -> None:
+    from bench.cpu import DRIVER
+
+    assert DRIVER not in classify(PROCESSES, ME, SERVICES)

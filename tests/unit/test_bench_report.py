@@ -19,6 +19,7 @@ from bench.report import GENERATED_MARK, command, number, ratio, render
 from bench.scale_figures import growth
 from bench.targets import Target
 from tests.docs.markdown import is_generated_page
+from tests.unit.test_bench_curves import FIGURES as CURVES
 
 MACHINE = {
     "date": "2030-01-02T03:04:05+00:00",
@@ -321,6 +322,7 @@ def fixture() -> dict[str, Any]:
             },
         ),
         "capacity": _ok({"rates": "20000,40000,60000", "duration": 15.0}, _capacity()),
+        "curves": _ok({"rates": "5000,10000,20000"}, copy.deepcopy(CURVES)),
     }
     return {
         "quick": False,

@@ -13,12 +13,13 @@ from typing import Any, cast
 
 import pytest
 
+from collection_manager.answers.models import BucketRows
 from collection_manager.cli import collections as collections_cli
 from collection_manager.cli.buckets import bucket_change, create_checked, keep_buckets
 from collection_manager.cli.collections import describe_json, describe_tables
 from collection_manager.cli.main import build_parser, main
+from collection_manager.cli.partitions import KEY_HASH
 from collection_manager.cli.status import (
-    BucketInfo,
     collection_info,
     consumer_summary,
     status_json,
@@ -210,7 +211,7 @@ def test_create_introspection_without_buckets_keeps_each_existing_ones() -> None
 def test_a_bucketed_collections_info_sums_its_buckets() -> None:
     store = _Store(_bucketed(4))
     info = collection_info(cast(RedisStore, store), "sizes")
-    assert info.buckets == tuple(BucketInfo(b, 10 * b, b + 1) for b in range(4))
+    assert info.buckets == tuple(BucketRows(b, 10 * b, b + 1) for b in range(4))
     assert (info.rows, info.time) == (60, 10)
     assert (info.counters["requests"], info.counters["updates"]) == (4, 8)
     assert (info.ttl_rows, info.next_expiry) == (2, 997)
@@ -219,26 +220,42 @@ def test_a_bucketed_collections_info_sums_its_buckets() -> None:
     assert described["bucket_rows"][3] == {"bucket": 3, "rows": 30, "time": 4}
     columns, _counters, buckets = describe_tables(info)
     assert columns.title.startswith("sizes: 60 rows in 4 buckets by replica_id; 2 rows with")
-    assert buckets.rows == [("sizes", b, 10 * b, b + 1) for b in range(4)]
+    # Created before partition assignments: its keys' hash places each bucket.
+    assert buckets.rows == [("sizes", b, 10 * b, b + 1, "hash") for b in range(4)]
+    assert buckets.title == f"sizes: rows per bucket, placed {KEY_HASH}"
+    assert described["partitioning"] is None
 
 
-def test_an_unbucketed_collections_info_and_json_are_as_before() -> None:
+def test_an_unbucketed_collections_info_and_json_say_one_bucket() -> None:
     info = collection_info(cast(RedisStore, _Store(PLAIN)), "sizes")
     assert (info.rows, info.time, info.buckets) == (0, 1, ())
     assert len(describe_tables(info)) == 2
-    assert "buckets" not in describe_json(info)
+    described = describe_json(info)
+    assert (described["buckets"], described["bucket_column"], described["bucket_rows"]) == (
+        1,
+        None,
+        [],
+    )
 
 
-def test_status_shows_the_sums_and_each_buckets_rows_only_for_bucketed_ones() -> None:
+def test_status_shows_the_sums_and_each_buckets_rows_of_bucketed_ones() -> None:
     store = cast(RedisStore, _Store(PLAIN, dataclasses.replace(_bucketed(3), name="b")))
     plain, bucketed = collection_info(store, "sizes"), collection_info(store, "b")
     consumer = consumer_summary({})
     tables = status_tables(consumer, [plain, bucketed], recorded=False)
     collections, per_bucket = tables[-2], tables[-1]
     assert [row[:3] for row in collections.rows] == [("sizes", 0, 1), ("b", 30, 6)]
-    assert per_bucket.rows == [("b", 0, 0, 1), ("b", 1, 10, 2), ("b", 2, 20, 3)]
+    assert per_bucket.rows == [
+        ("b", 0, 0, 1, "hash"),
+        ("b", 1, 10, 2, "hash"),
+        ("b", 2, 20, 3, "hash"),
+    ]
     assert len(status_tables(consumer, [plain], recorded=False)) == 2  # no bucket table
     entries = status_json(consumer, {"count": 0, "newest": []}, [plain, bucketed])["collections"]
-    assert list(entries[0]) == ["name", "rows", "time", "counters"]
+    assert (entries[0]["buckets"], entries[0]["bucket_column"], entries[0]["bucket_rows"]) == (
+        1,
+        None,
+        [],
+    )
     assert entries[1]["buckets"] == 3 and len(entries[1]["bucket_rows"]) == 3
     assert list(entries[1]["counters"]) == list(SHOWN_COUNTERS)

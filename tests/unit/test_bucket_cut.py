@@ -27,13 +27,14 @@ from collection_manager.core.cut import (
     Part,
     consistent_cut,
     given_up,
+    held_since,
     incomplete,
 )
 from collection_manager.core.filters import Cmp
 from collection_manager.core.requests import Append, Delete, Fence, Request
 from collection_manager.core.routing import route_append, route_delete
 from collection_manager.core.specs import CollectionSpec, Row
-from collection_manager.testing.model import CollectionModel
+from tests.model.model import CollectionModel
 from tests.unit.strategies import EPOCHS, FRONTIERS, REPLICAS, model_rows, valid_filters
 
 BUCKETS = 3
@@ -210,6 +211,15 @@ def test_every_cut_reads_what_the_unbucketed_model_holds(
         assert consistent_cut([b.view(f) for b, f in zip(buckets, settled, strict=True)]) == cut
         assert all(a >= b for a, b in zip(cut.times, last.times, strict=True)), (cut, last)
         assert _read(buckets, cut) == _expected(spec, events, buckets, cut)
+        # How long the cut trails: from when the oldest change it holds back was applied.
+        held = [
+            _now(index)
+            for bucket, at in zip(buckets, cut.times, strict=True)
+            for index, time in bucket.applied_at.items()
+            if time > at
+        ]
+        views = [b.view(f) for b, f in zip(buckets, settled, strict=True)]
+        assert held_since(views, cut) == min(held, default=None)
         if data.draw(st.booleans(), label="settle"):
             settled = cut.times
         last = cut
@@ -230,6 +240,19 @@ def test_a_group_missing_a_part_holds_the_cut_until_it_is_given_up() -> None:
     late = given_up(incomplete(views), read_all_since_ms=1_000 + 300_001, delivery_ms=300_000)
     assert late == ["g"]
     assert consistent_cut(views, late).times == (5, 7)
+
+
+def test_a_cut_trails_from_the_oldest_change_it_holds_back() -> None:
+    views = [
+        BucketView(6, (Part("g", 2, 4, applied_ms=1_000), Part("h", 2, 6, applied_ms=1_500))),
+        BucketView(7, (Part("h", 2, 7, applied_ms=1_200),)),
+    ]
+    cut = consistent_cut(views)
+    assert cut.times == (3, 6)  # g lacks a part; h is split by g's hold
+    assert held_since(views, cut) == 1_000  # g's part, the first change bucket 0 holds back
+    assert held_since(views, Cut((6, 6))) == 1_200
+    assert held_since(views, Cut((6, 7))) is None  # at every bucket's time: nothing held
+    assert held_since([BucketView(5), BucketView(2)], Cut((5, 2))) is None
 
 
 def test_a_cut_prints_and_parses_as_its_times() -> None:

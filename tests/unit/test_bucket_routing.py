@@ -25,7 +25,7 @@ from collection_manager.core.shutdown import ShutdownToken
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import ProducerConfig
 from producers.batching import PublishedState
-from producers.routing import key_for, messages_for, requests_for
+from producers.routing import Message, key_for, messages_for, requests_for
 from producers.simulated import Update
 from producers.subscribe import Publishing, Subscribe
 from schemas.codec import encode_request
@@ -51,19 +51,19 @@ def _append(rows: Sequence[tuple[str, int, int]], collection: str = "sizes") -> 
     return Append(collection, "r1", 1, [(row, 1) for row in rows], produced_at=0)
 
 
-def _accepted(spec: CollectionSpec, messages: Sequence[tuple[bytes, bytes]]) -> list[object]:
+def _accepted(spec: CollectionSpec, messages: Sequence[Message]) -> list[object]:
     """What the consumer makes of the messages: each decoded and checked with its key."""
-    records = [KafkaRecord("t", 0, i, key, value) for i, (key, value) in enumerate(messages)]
+    records = [KafkaRecord("t", 0, i, m.key, m.value) for i, m in enumerate(messages)]
     return [decode_record(record, {spec.name: spec}, 1 << 20) for record in records]
 
 
 def test_an_unbucketed_collections_requests_go_as_before() -> None:
     append = _append([("r1", 0, 5)])
     assert requests_for(append, PLAIN) == [append]
-    # Same key and same bytes as a producer of 0.1.0 sent.
-    assert messages_for(append, PLAIN) == [(b"sizes", encode_request(append))]
+    # Same key and same bytes as a producer of 0.1.0 sent, its partition the key's pick.
+    assert messages_for(append, PLAIN) == [Message(b"sizes", encode_request(append), None)]
     delete = Delete("sizes", eq("replica_id", "r1"), "gone", Fence("r1", 1))
-    assert messages_for(delete, PLAIN) == [(b"sizes", encode_request(delete))]
+    assert messages_for(delete, PLAIN) == [Message(b"sizes", encode_request(delete), None)]
 
 
 def test_an_append_spanning_buckets_becomes_one_grouped_part_per_bucket() -> None:
@@ -128,7 +128,7 @@ def test_control_requests_are_keyed_by_their_replica() -> None:
     assert requests_for(beat) == [beat]
     assert key_for(beat) == b"r1"
     removed = ReplicaRemoved("r2", 4)
-    assert messages_for(removed) == [(b"r2", encode_request(removed))]
+    assert messages_for(removed) == [Message(b"r2", encode_request(removed), None)]
 
 
 def test_an_append_or_delete_needs_its_own_collections_spec() -> None:
@@ -171,8 +171,9 @@ def _subscribe(broker: Broker, spec: CollectionSpec | None, published: Published
 def test_a_subscribe_keys_each_part_by_its_bucket_and_records_them_all() -> None:
     broker, published = Broker(), PublishedState()
     _subscribe(broker, BY_WORKER, published)
-    messages = [(m.key(), m.value()) for m in broker.delivered]
+    messages = [Message(m.key(), m.value(), None) for m in broker.delivered]
     accepted = _accepted(BY_WORKER, messages)
+    assert {m.asked_partition() for m in broker.delivered} == {-1}  # no assignment: the key's
     # 20 rows in batches of 8, each batch split by the bucket of its workers.
     assert {m.key() for m in broker.delivered} == {f"sizes#{b}".encode() for b in range(4)}
     assert all(isinstance(a, Append) and a.bucket is not None for a in accepted)
@@ -184,4 +185,5 @@ def test_a_subscribe_without_a_spec_keys_by_the_collection_as_before() -> None:
     broker, published = Broker(), PublishedState()
     _subscribe(broker, None, published)
     assert {m.key() for m in broker.delivered} == {b"sizes"}
-    assert _accepted(PLAIN, [(m.key(), m.value()) for m in broker.delivered])
+    assert _accepted(PLAIN, [Message(m.key(), m.value(), None) for m in broker.delivered])
+    assert {m.asked_partition() for m in broker.delivered} == {-1}

@@ -27,8 +27,16 @@ ROW_PRINTING = {
     "progress show",
     "functions list",
     "infra status",
+    "sinks list",
+    "sinks show",
 }
-DESTRUCTIVE = {"collections drop", "replicas remove", "progress reset", "functions remove"}
+DESTRUCTIVE = {
+    "collections drop",
+    "replicas remove",
+    "progress reset",
+    "functions remove",
+    "sinks drop",
+}
 
 
 ALL = list(parsers(build_parser()))
@@ -60,6 +68,7 @@ def test_the_grammar_as_decided() -> None:
         "progress reset",
         *(f"infra {verb}" for verb in ("up", "down", "status")),
         *(f"functions {verb}" for verb in ("list", "load", "remove")),
+        *(f"sinks {verb}" for verb in ("create", "list", "show", "drop", "run")),
     }
 
 

@@ -17,7 +17,7 @@ from collection_manager.observability.health import Health
 
 
 def test_the_page_and_its_files_are_served_with_their_types() -> None:
-    assert console.names() == ["console.css", "console.js", "index.html"]
+    assert console.names() == ["api.html", "api.js", "console.css", "console.js", "index.html"]
     for path in ("/", "/index.html", "/?collection=x"):
         page = console.asset(path)
         assert page is not None and page.name == "index.html"
@@ -37,6 +37,9 @@ def test_the_page_and_its_files_are_served_with_their_types() -> None:
         "/x.js",
         "/%2e%2e/console.js",
         "//etc/passwd",
+        "/swagger-ui/index.html",
+        "/swagger-ui/../swagger-ui/swagger-ui.css",
+        "/swagger-ui/swagger-ui.js",
     ],
 )
 def test_no_other_path_is_served(path: str) -> None:
@@ -53,6 +56,25 @@ def test_the_page_loads_nothing_from_outside() -> None:
         asset = console.asset("/" + name)
         assert asset is not None
         assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", asset.body.decode()), name
+
+
+def test_the_api_page_loads_swagger_ui_from_the_package_and_nothing_from_outside() -> None:
+    page = console.asset("/api.html")
+    assert page is not None
+    linked = re.findall(r'(?:src|href)="([^"]*)"', page.body.decode())
+    assert sorted(linked) == [
+        "/",
+        "/api/v1/openapi.json",
+        "api.js",
+        "data:,",
+        "swagger-ui/swagger-ui-bundle.js",
+        "swagger-ui/swagger-ui.css",
+    ]
+    for name in console.VENDORED:
+        vendored = console.asset("/" + name)
+        assert vendored is not None and len(vendored.body) > 100_000, name
+    script = console.asset("/api.js")
+    assert script is not None and "/api/v1/openapi.json" in script.body.decode()
 
 
 def _api(token: str | None = None) -> Api:

@@ -19,7 +19,12 @@ from hypothesis import strategies as st
 from collection_manager.config import HttpConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.core.cut import Cut
-from collection_manager.core.errors import FilterError, InfrastructureError, UnknownCollectionError
+from collection_manager.core.errors import (
+    FilterError,
+    InfrastructureError,
+    LogTrimmedError,
+    UnknownCollectionError,
+)
 from collection_manager.core.specs import Row
 from collection_manager.http import openapi
 from collection_manager.http.api import ROUTES, Api, route_of
@@ -127,6 +132,12 @@ def test_failures_become_problems_without_a_trace_or_a_password(
     assert problem_of(FilterError("where 'x': bad")).parameter == "where"
     down = problem_of(InfrastructureError("Redis at redis://u:pw@h:1/0 does not answer"))
     assert down.status == 503 and "pw" not in down.detail and "***" in down.detail
+    gone = problem_of(LogTrimmedError("the change log of c was trimmed through time 7"))
+    assert (gone.status, gone.kind, gone.detail) == (
+        410,
+        "log-trimmed",
+        "the change log of c was trimmed through time 7",
+    )
     bug = problem_of(KeyError("secret redis://u:pw@h:1/0"))
     assert bug.status == 500 and "KeyError" in bug.detail and "pw" not in bug.detail
     assert "Traceback" not in caplog.text and "pw@" not in caplog.text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("collection_manager", "producers", "spark_consumers", "schemas")
+PACKAGES = ("collection_manager", "producers", "spark_consumers", "schemas", "tests", "bench")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -29,7 +29,11 @@ def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
 def tree(tmp_path: Path) -> Path:
     """A copy of the packages and pyproject.toml that a test may break."""
     for package in PACKAGES:
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+        shutil.copytree(
+            ROOT / package,
+            tmp_path / package,
+            ignore=shutil.ignore_patterns("*.pyc", "__pycache__"),
+        )
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     return tmp_path
 
@@ -50,7 +54,9 @@ def test_the_tree_keeps_every_contract(tree: Path) -> None:
         ("collection_manager/core/specs.py", "import schemas.codec", "Layers"),
         ("collection_manager/storage/rows.py", "import collection_manager.control", "Layers"),
         ("producers/batching.py", "import spark_consumers.decode", "Layers"),
-        ("spark_consumers/decode.py", "import collection_manager.testing.model", "test support"),
+        ("spark_consumers/decode.py", "import tests.model.model", "test support"),
+        ("collection_manager/reading/status.py", "import bench.capacity_model", "its benchmarks"),
+        ("bench/capacity_model.py", "import tests.support", "Benchmarks use the product"),
     ],
 )
 def test_an_import_pointing_up_breaks_the_build(

@@ -140,6 +140,22 @@ def test_a_renewal_arriving_after_the_expiry_but_before_the_check_wins() -> None
     assert table.expire({P: 5_000}) == []
 
 
+def test_the_least_lease_left_is_the_earliest_expiry_against_its_partitions_log_time() -> None:
+    table = LeaseTable(TTL)
+    assert table.least_left({P: 0}) is None  # no lease held
+    table.sync({"r1": 1, "r2": 1, "r3": 1}, {}, at=1_000, partitions={"r1": 0, "r2": 1})
+    # r3's partition is not known: it cannot expire, so it has no lease left to count.
+    assert table.least_left({0: 2_500, 1: 1_000}) == 1_500  # r1: 4,000 - 2,500
+    assert table.least_left({0: 500, 1: 3_500}) == 500  # r2: 4,000 - 3,500
+    assert table.least_left({1: 1_000}) == 3_000  # partition 0 has no log time yet
+    assert table.least_left({5: 1_000}) is None
+    # A renewal from this check's tick time: more than the TTL left until that tick applies.
+    table.sync({"r1": 1, "r2": 1, "r3": 1}, {"r2": Beat(1, "b")}, at=3_000)
+    assert table.least_left({0: 2_500, 1: 2_500}) == 1_500  # r1; r2 has 3,500
+    assert [lease.replica_id for lease in table.expire({0: 4_000})] == ["r1"]
+    assert table.least_left({0: 4_000, 1: 2_500}) == 3_500
+
+
 def test_tick_times_never_go_back_and_stay_above_the_log() -> None:
     clock = TickClock()
     assert clock.next(1_000) == 1_000
@@ -220,6 +236,8 @@ def test_leases_against_a_simple_model(ops: list[tuple[str, str, int, int]]) -> 
         assert {lease.replica_id: lease.expires_at for lease in table.leases()} == {
             r: expires for r, (_, expires, _) in model.items()
         }
+        left = [expires - log for _, expires, _ in model.values()]
+        assert table.least_left({P: log}) == min(left, default=None)
 
 
 def test_an_add_never_overwrites_a_newer_epoch() -> None:

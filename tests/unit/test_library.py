@@ -22,7 +22,7 @@ from collection_manager.storage.library import (
     library_name,
     part_source,
 )
-from collection_manager.testing.model import ModelCounters
+from tests.model.model import ModelCounters
 
 
 def code(lua: str) -> str:

@@ -31,6 +31,6 @@ def test_every_metric_is_named_as_prometheus_asks() -> None:
     rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", render_page(), re.M)
     assert len(rows) > 20
     for name, kind in rows:
-        assert re.fullmatch(r"cm_(consumer|controller|agent|http)_[a-z_]+", name), name
+        assert re.fullmatch(r"cm_(consumer|controller|agent|http|sink)_[a-z_]+", name), name
         assert name.endswith("_total") == (kind == "counter"), name
         assert not re.search(r"_(ms|milliseconds|bytes_total)$", name), name

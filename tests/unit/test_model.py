@@ -20,7 +20,7 @@ from collection_manager.core.requests import (
     ReplicaRemoved,
     Request,
 )
-from collection_manager.testing.model import ModelStore
+from tests.model.model import ModelStore
 from tests.unit.strategies import (
     FRONTIERS,
     HYDRATION,

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from collection_manager.core.filters import eq, gt
 from collection_manager.core.planning import consolidate
 from collection_manager.core.requests import Update
-from collection_manager.testing.collection_state import (
+from tests.model.collection_state import (
     CollectionState,
     delete_retractions,
     row_replica,
 )
-from collection_manager.testing.membership import ModelFences
+from tests.model.membership import ModelFences
 
 A, B, C = ("r1", 1), ("r1", 2), ("r2", 1)
 COLUMNS = ["replica_id", "n"]

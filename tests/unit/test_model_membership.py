@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collection_manager.testing.membership import ModelFences, ModelMembership, ModelReplica
+from tests.model.membership import ModelFences, ModelMembership, ModelReplica
 
 
 def test_fences_only_move_up() -> None:

@@ -7,8 +7,8 @@ from itertools import islice
 
 import pytest
 
-from collection_manager.testing import nemesis
-from collection_manager.testing.nemesis import (
+from tests.model import nemesis
+from tests.model.nemesis import (
     GAPS,
     HOLDS,
     LANES,

@@ -9,8 +9,10 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from collection_manager.config.errors import ConfigError
+from collection_manager.core.cut import Cut
 from collection_manager.observability.endpoint import Endpoint, parse_address
 from collection_manager.observability.health import Health
+from collection_manager.storage.cut import SettleResult
 from spark_consumers import exporter
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.metrics import BatchMetrics
@@ -177,3 +179,25 @@ def test_a_batchs_steps_sum_the_executors_rows_then_add_the_drivers_and_are_obse
     observed.batch(metrics, 0.05)
     after = _value("cm_consumer_batch_step_seconds_sum", topic="steps-topic", step="collect")
     assert after - before == pytest.approx(0.04)
+
+
+def test_each_bucketed_collections_cut_trail_is_the_age_of_what_it_holds_back() -> None:
+    observed = ConsumerObservability("trail-topic", "127.0.0.1:1")
+    held = SettleResult(Cut((3, 6)), 0, (), "held", held_since_ms=10_000)
+    caught_up = SettleResult(Cut((6, 7)), 2, (), "caught_up", held_since_ms=None)
+    overtaken = SettleResult(None, 0, (), "overtaken", held_since_ms=12_500)
+    observed.cuts_settled([held, caught_up, overtaken], now_ms=12_000)
+
+    def trail(collection: str) -> float | None:
+        labels = {"topic": "trail-topic", "collection": collection}
+        return exporter.REGISTRY.get_sample_value("cm_consumer_cut_trail_seconds", labels)
+
+    # A cut another settle recorded first still says how far it trails; a part applied by
+    # a clock ahead of the driver's is no negative trail.
+    assert (trail("held"), trail("caught_up"), trail("overtaken")) == (2.0, 0.0, 0.0)
+    assert _value("cm_consumer_cut_parts_trimmed_total", topic="trail-topic") == 2
+    # The next round settles only "held": the others' series go (dropped, or Redis away).
+    observed.cuts_settled([held], now_ms=13_500)
+    assert (trail("held"), trail("caught_up"), trail("overtaken")) == (3.5, None, None)
+    observed.cuts_settled([])
+    assert trail("held") is None

@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from collection_manager.cli.main import build_parser
-from collection_manager.storage import client as client_module
 from collection_manager.storage.client import READ_TIMEOUT_S, patiently
+from tests.support import recorded_sleeps
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
@@ -31,9 +31,7 @@ class Flaky:
 
 @pytest.fixture
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    slept: list[float] = []
-    monkeypatch.setattr(client_module.time, "sleep", slept.append)
-    return slept
+    return recorded_sleeps(monkeypatch)
 
 
 def test_a_read_waits_while_some_node_answers(no_sleep: list[float]) -> None:

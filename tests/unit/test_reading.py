@@ -27,7 +27,7 @@ from collection_manager.cli.output import (
     show,
     unknown_collection,
 )
-from collection_manager.cli.replicas import EXAMPLE_REPLICAS, moment, replicas_json
+from collection_manager.cli.replicas import EXAMPLE_NOW, EXAMPLE_REPLICAS, moment, replicas_json
 from collection_manager.cli.replicas import replicas_table as replicas_view
 from collection_manager.cli.status import (
     EXAMPLE_CONSUMER,
@@ -228,17 +228,35 @@ def _info(name: str = "compute_frontiers") -> CollectionInfo:
 
 
 def test_collections_list_and_describe_json() -> None:
-    assert list_json([_info()]) == [
-        {
-            "name": "compute_frontiers",
-            "rows": 2,
-            "time": 42,
-            "columns": ["replica_id", "export_id", "worker_id", "frontier"],
-            "indexed_columns": ["replica_id"],
-        }
+    frontier = {"name": "frontier", "type": "long", "nullable": True, "indexed": False}
+    [listed] = list_json([_info()])
+    assert listed == {
+        "name": "compute_frontiers",
+        "rows": 2,
+        "time": 42,
+        "columns": listed["columns"],
+        "indexed_columns": ["replica_id"],
+        "buckets": 1,
+        "bucket_column": None,
+    }
+    assert [c["name"] for c in listed["columns"]] == [
+        "replica_id",
+        "export_id",
+        "worker_id",
+        "frontier",
     ]
+    assert listed["columns"][3] == frontier
     described = describe_json(_info())
-    assert list(described) == ["name", "rows", "time", "columns", "counters", "ttl", "row_schema"]
+    # The listing's fields, then what only a collection's own answer shows: the API's.
+    assert list(described) == [
+        *listed,
+        "counters",
+        "ttl",
+        "row_schema",
+        "bucket_rows",
+        "partitioning",
+    ]
+    assert described["ttl"] == {"rows": 0, "next_expiry_ms": None}
     assert described["columns"][3] == {
         "name": "frontier",
         "type": "long",
@@ -358,7 +376,15 @@ def test_status_tables() -> None:
     assert collections.rows == [("compute_frontiers", 2, 42, 3, 0, 0, 0, 0, 0, 0)]
     found = status_json(EXAMPLE_CONSUMER, EXAMPLE_UNPUBLISHED, [_info()])
     assert found["collections"] == [
-        {"name": "compute_frontiers", "rows": 2, "time": 42, "counters": _info().counters}
+        {
+            "name": "compute_frontiers",
+            "rows": 2,
+            "time": 42,
+            "counters": _info().counters,
+            "buckets": 1,
+            "bucket_column": None,
+            "bucket_rows": [],
+        }
     ]
 
 
@@ -392,12 +418,15 @@ def test_moments_read_in_utc_relative_to_now() -> None:
 
 def test_replicas_json_and_table() -> None:
     row = ReplicaStatus("r1", 2, "removed", None, None, 1_735_732_800_000, "lease expired")
-    assert replicas_json([row]) == [
+    live = ReplicaStatus("r2", 1, "active", 1_735_732_810_000, None, 1_735_732_800_000, "")
+    assert replicas_json([live], 1_735_732_800_000)[0]["lease_left_ms"] == 10_000
+    assert replicas_json([row], 1_735_732_800_000) == [
         {
             "replica_id": "r1",
             "epoch": 2,
             "state": "removed",
             "lease_expires_ms": None,
+            "lease_left_ms": None,
             "last_heartbeat_ms": None,
             "added_ms": 1_735_732_800_000,
             "reason": "lease expired",
@@ -462,7 +491,7 @@ def test_help_shows_the_json_each_command_prints(capsys: pytest.CaptureFixture[s
         ),
     }
     assert _examples(["replicas", "list"], capsys) == {
-        "replicas list": replicas_json(EXAMPLE_REPLICAS)
+        "replicas list": replicas_json(EXAMPLE_REPLICAS, EXAMPLE_NOW)
     }
     status = _examples(["status"], capsys)["status"]
     assert status["consumer"] == EXAMPLE_CONSUMER
@@ -500,6 +529,7 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
         "other_topics",
         "unpublished_dead_letters",
         "collections",
+        "sinks",
     ]
     assert list(status["consumer"]["lag"][0]) == ["topic", "partition", "lag"]
     assert list(status["unpublished_dead_letters"]) == ["count", "newest"]
@@ -511,7 +541,15 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
         "publish_error",
         "reason",
     ]
-    assert list(status["collections"][0]) == ["name", "rows", "time", "counters"]
+    assert list(status["collections"][0]) == [
+        "name",
+        "rows",
+        "time",
+        "counters",
+        "buckets",
+        "bucket_column",
+        "bucket_rows",
+    ]
     assert list(status["collections"][0]["counters"]) == list(SHOWN_COUNTERS)
     replica = _examples(["replicas", "list"], capsys)["replicas list"][0]
     assert list(replica) == [
@@ -519,6 +557,7 @@ def test_documented_json_shapes_are_stable(capsys: pytest.CaptureFixture[str]) -
         "epoch",
         "state",
         "lease_expires_ms",
+        "lease_left_ms",
         "last_heartbeat_ms",
         "added_ms",
         "reason",

@@ -31,10 +31,10 @@ from collection_manager.sql.changes import ChangesPart, ChangesReader, LogTrimme
 from collection_manager.sql.options import Connection, KeptClient, OptionError
 from collection_manager.sql.schema import spark_schema
 from collection_manager.sql.snapshots import CUT_ADDED, SnapshotPart, SnapshotReader
-from collection_manager.storage import client as client_module
 from collection_manager.storage.reads import CutChanges, Snapshot
 from collection_manager.storage.step_reads import ReadPart
 from schemas.introspection import introspection_spec
+from tests.support import recorded_sleeps
 
 FRONTIERS = introspection_spec("compute_frontiers")
 BUCKETED = dataclasses.replace(FRONTIERS, name="fb", buckets=4)
@@ -271,9 +271,7 @@ def test_a_bucketed_stream_s_rows_name_their_bucket() -> None:
 
 @pytest.fixture
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    slept: list[float] = []
-    monkeypatch.setattr(client_module.time, "sleep", slept.append)
-    return slept
+    return recorded_sleeps(monkeypatch)
 
 
 def test_a_data_source_read_waits_through_a_failover_and_fails_at_once_when_nobody_answers(

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from collection_manager.cli.progress import progress_json, progress_table
+from collection_manager.storage.change_log import LOG_ENTRIES_PER_CALL, ChangeLog
 from collection_manager.storage.keys import LOG_DIFFS_FIELD, LOG_ROWS_FIELD
 from collection_manager.storage.progress import Binding, Progress
-from collection_manager.storage.step_reads import LOG_ENTRIES_PER_CALL, ChangeLog
 
 
 def _position(entry_id: str) -> tuple[int, int]:

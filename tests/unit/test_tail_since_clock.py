@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from collection_manager.cli.tail import DURATION_UNITS, duration_ms, since_argument
+from collection_manager.storage.change_log import ChangeLog, entry_clock
 from collection_manager.storage.keys import LOG_CLOCK_FIELD, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
-from collection_manager.storage.log_clock import MAX_PROBES, entry_clock, first_time_since
+from collection_manager.storage.log_clock import MAX_PROBES
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ class _Stream:
 
 
 def _first(stream: _Stream, since_ms: int, through: int) -> int:
-    return first_time_since(stream, "c", since_ms, through)
+    return ChangeLog(stream, "c").first_time_since(since_ms, through)  # type: ignore[arg-type]
 
 
 def test_the_first_time_applied_since_is_found_in_few_calls() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from collection_manager.core.errors import CollectionManagerError
-from collection_manager.core.ttl import (
+from collection_manager.core.expiry_indexes import (
     AppendOnlyTtlIndex,
     CleanupStats,
     ExpiryIndex,
@@ -120,6 +120,20 @@ def test_one_to_one_expire_returns_earliest_first_and_stops_at_first_live() -> N
     assert state.entries_examined == 4
     assert state.expire(now_ms=30) == []
     assert state.entries_examined == 1
+
+
+def test_one_to_one_earliest_expiry_follows_renewals_removals_and_expiry() -> None:
+    state = OneToOneTtl[str, int]()
+    assert state.earliest_expiry() is None
+    state.put("a", 1, now_ms=0, ttl_ms=100)
+    state.put("b", 2, now_ms=0, ttl_ms=50)
+    assert state.earliest_expiry() == 50
+    state.put("b", 2, now_ms=100, ttl_ms=50)  # renewed past "a"
+    assert state.earliest_expiry() == 100
+    assert state.expire(now_ms=120) == [("a", 1)]
+    assert state.earliest_expiry() == 150
+    state.remove("b")
+    assert state.earliest_expiry() is None
 
 
 def test_one_to_many_remove_key_leaves_no_orphan_index_row() -> None:

@@ -12,7 +12,12 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collection_manager.core.ttl import AppendOnlyTtlIndex, KeyedTtlState, OneToManyTtl, OneToOneTtl
+from collection_manager.core.expiry_indexes import (
+    AppendOnlyTtlIndex,
+    KeyedTtlState,
+    OneToManyTtl,
+    OneToOneTtl,
+)
 
 Operation = tuple[str, int, int, int]
 
