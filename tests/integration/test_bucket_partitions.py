@@ -198,7 +198,9 @@ def test_agents_the_controller_and_raw_producers_share_each_buckets_partition(
             embedded.set_rows("sizes", [(0, 1), (1, 2)])
         # Each replica's rows go out at its next step: wait for them on the topic (a fixed
         # sleep found none under load), counting replicas that share a bucket.
-        _wait_for_messages(kafka, wide_topic, Counter(f"{name}#{bucket_of(r, 8)}" for r in replicas))
+        _wait_for_messages(
+            kafka, wide_topic, Counter(f"{name}#{bucket_of(r, 8)}" for r in replicas)
+        )
     finally:
         for embedded in started:
             embedded.stop("test over")  # removes it: a fenced delete to its bucket
