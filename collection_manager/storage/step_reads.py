@@ -137,6 +137,14 @@ class RedisStepReads:
             None if part.where is None else compile_filter(part.where, spec.column_names)
         )
         self.rows_read = 0  # rows the scan steps and second looks returned
+        self._encodings: dict[Row, bytes] | None = None
+
+    def keep_encodings(self) -> dict[Row, bytes]:
+        """From now on, the last scan step's rows with their encodings as Redis sent them
+        (the dict returned, refilled by each step; one step's rows in memory)."""
+        if self._encodings is None:
+            self._encodings = {}
+        return self._encodings
 
     def _read_keys(self) -> list[str]:
         return [self._keys.contents, self._keys.time, self._keys.pending]
@@ -151,8 +159,12 @@ class RedisStepReads:
             [self._keys.index_prefix, self._query, position, at, STEP_ROWS, part.parts, part.slot],
             read_only=True,
         )
-        rows = decode_rows(reply[5::2])
+        encoded = reply[5::2]
+        rows = decode_rows(encoded)
         self.rows_read += len(rows)
+        if self._encodings is not None:
+            self._encodings.clear()
+            self._encodings.update(zip(rows, encoded, strict=True))
         following, next_cursor = int(reply[2]), as_text(reply[3])
         covers, again = scan_spans(
             (position, int(at)), (following, int(next_cursor)), int(reply[4])

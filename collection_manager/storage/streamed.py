@@ -4,9 +4,10 @@ of the collection.
 
 The time (or a bucketed collection's cut) is read first, so that an answer can say it
 before its rows; each step is one bounded Redis call, made only when the one before was
-taken. The rows handed on are recorded as 16-byte fingerprints in a temporary file, read
-back when rows changed during the read, and by a step that may have scanned a stretch
-again (a table that shrank under the read), so that each row goes once.
+taken. The rows handed on are recorded as 16-byte fingerprints of their canonical
+encodings (the bytes Redis holds) in a temporary file, read back when rows changed during
+the read, and by a step that may have scanned a stretch again (a table that shrank under
+the read), so that each row goes once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import tempfile
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Callable, Iterable, Iterator, Set
 
 import redis
 
@@ -27,8 +28,9 @@ from collection_manager.core.streamed_read import stream_at
 from collection_manager.storage.cut import read_cut
 from collection_manager.storage.keys import CATALOG
 from collection_manager.storage.lua_filter import to_lua
-from collection_manager.storage.ops import query_json
+from collection_manager.storage.ops import double_positions, query_json
 from collection_manager.storage.reads import buckets_to_read
+from collection_manager.storage.rows import encode_row
 from collection_manager.storage.step_reads import (
     ReadPart,
     RedisStepReads,
@@ -41,10 +43,11 @@ _READ_BACK = 1 << 16
 _PRINT = 16
 
 
-def _fingerprint(row: Row) -> bytes:
-    # repr tells apart what hash() of a tuple may not (-1 and -2, 1 and 1.0). 128 bits: two
-    # rows of a read of 10^9 share one with a chance under 10^-20.
-    return hashlib.blake2b(repr(row).encode(), digest_size=_PRINT).digest()
+def _fingerprint(encoding: bytes) -> bytes:
+    # Of the canonical encoding: one row has one (hash() of a tuple confuses -1 and -2), and
+    # a scanned row's is the field Redis sent, so none is made again (a third of the cost
+    # of repr). 128 bits: two rows of a read of 10^9 share one with a chance under 10^-20.
+    return hashlib.blake2b(encoding, digest_size=_PRINT).digest()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +64,13 @@ class SpilledEmitted:
     checks those against them, exactly, in the common case), every step's as 16-byte
     fingerprints in a temporary file, and a few numbers per step (where in the file, the
     stretch of the scan it covered). Memory holds one step, whatever the read's size.
+
+    ``encoding`` gives a row's canonical encoding: the scan's bytes for the rows of its
+    last step, ``encode_row`` for the others.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, encoding: Callable[[Row], bytes]) -> None:
+        self._encoding = encoding
         self._file = tempfile.TemporaryFile(prefix="cm-rows-")  # noqa: SIM115 (closed in close)
         self._steps: list[_Step] = []
         self._last: set[Row] = set()
@@ -71,7 +78,7 @@ class SpilledEmitted:
 
     def add(self, rows: Iterable[Row], covers: Span | None) -> None:
         self._last = set(rows)
-        prints = b"".join(map(_fingerprint, self._last))
+        prints = b"".join(_fingerprint(self._encoding(row)) for row in self._last)
         self._steps.append(_Step(covers, self.count, len(self._last)))
         self._file.write(prints)
         self.count += len(self._last)
@@ -95,7 +102,7 @@ class SpilledEmitted:
     def _among_spilled(self, rows: Set[Row], steps: list[_Step]) -> set[Row]:
         wanted: dict[bytes, list[Row]] = {}
         for row in rows:
-            wanted.setdefault(_fingerprint(row), []).append(row)
+            wanted.setdefault(_fingerprint(self._encoding(row)), []).append(row)
         found: set[Row] = set()
         self._file.flush()
         for step in steps:
@@ -158,7 +165,7 @@ def stream_unit(
         # The sets of several columns overlap, and a row in two would come twice: one scan
         # of the contents with the whole filter finds each row once.
         reads = _ContentsScan(client, spec, part.where)
-    emitted = SpilledEmitted()
+    emitted = SpilledEmitted(_encodings(reads, spec))
     try:
         yield from stream_at(reads, as_of, reads.wait_readable, emitted, limit)
         if not client.hexists(CATALOG, spec.collection):
@@ -168,6 +175,18 @@ def stream_unit(
             )
     finally:
         emitted.close()
+
+
+def _encodings(reads: RedisStepReads, spec: CollectionSpec) -> Callable[[Row], bytes]:
+    """Rows' canonical encodings: the last scan step's as Redis sent them, others made."""
+    doubles = double_positions(spec)
+    scanned = reads.keep_encodings()
+
+    def encoding(row: Row) -> bytes:
+        found = scanned.get(row)
+        return found if found is not None else encode_row(row, doubles).encode()
+
+    return encoding
 
 
 def buckets_steps(
