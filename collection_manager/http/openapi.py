@@ -99,9 +99,9 @@ def _operation(
     }
 
 
-def document(token: bool) -> dict[str, Any]:
-    """The OpenAPI document; ``token``: the server asks for a bearer token."""
-    rows_content = {
+def _rows_content() -> dict[str, Any]:
+    """The rows' answer by media type: JSON whole, NDJSON and Arrow streamed."""
+    return {
         JSON: {"schema": ref(Rows)},
         NDJSON: {
             "schema": {
@@ -120,7 +120,11 @@ def document(token: bool) -> dict[str, Any]:
             }
         },
     }
-    paths = {
+
+
+def _collection_paths() -> dict[str, Any]:
+    """The collections' list and one collection's detail."""
+    return {
         f"{API}/collections": _operation(
             "Every collection",
             "Name, rows, time, columns, indexed columns, buckets and bucket column of each.",
@@ -133,12 +137,18 @@ def document(token: bool) -> dict[str, Any]:
             [_NAME],
             (404,),
         ),
+    }
+
+
+def _rows_path() -> dict[str, Any]:
+    """A collection's rows at one time, filtered by ``where`` and bounded by ``limit``."""
+    return {
         f"{API}/collections/{{name}}/rows": _operation(
             "A collection's rows at one consistent time",
             "As query reads them, in bounded steps; a bucketed collection at one consistent "
             "cut. JSON holds at most CM_HTTP_MAX_ROWS rows (more: 422); NDJSON and Arrow "
             "stream. Accept chooses.",
-            {"description": "The rows and as_of", "content": rows_content},
+            {"description": "The rows and as_of", "content": _rows_content()},
             [
                 _NAME,
                 {
@@ -163,6 +173,12 @@ def document(token: bool) -> dict[str, Any]:
             ],
             (400, 404, 406, 422),
         ),
+    }
+
+
+def _changes_path() -> dict[str, Any]:
+    """A collection's change feed (Server-Sent Events), resumed by position."""
+    return {
         f"{API}/collections/{{name}}/changes": _operation(
             "A collection's changes as they come (Server-Sent Events)",
             "After Last-Event-ID, since, or now: an event position (id: the start), then "
@@ -190,6 +206,12 @@ def document(token: bool) -> dict[str, Any]:
             ],
             (400, 404, 406, 410),
         ),
+    }
+
+
+def _process_paths() -> dict[str, Any]:
+    """The replicas, the status and this document."""
+    return {
         f"{API}/replicas": _operation(
             "The replicas",
             "Epoch, state, lease expiry and what is left of it, last heartbeat.",
@@ -222,9 +244,19 @@ def document(token: bool) -> dict[str, Any]:
             "This document", "The OpenAPI document of the API.", _json("It", {"type": "object"})
         ),
     }
+
+
+def _paths(token: bool) -> dict[str, Any]:
+    """Every operation, in the document's order; without a token none answers 401."""
+    paths = {**_collection_paths(), **_rows_path(), **_changes_path(), **_process_paths()}
     if not token:
         for path in paths.values():
             path["get"]["responses"].pop("401")
+    return paths
+
+
+def document(token: bool) -> dict[str, Any]:
+    """The OpenAPI document; ``token``: the server asks for a bearer token."""
     spec: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -233,7 +265,7 @@ def document(token: bool) -> dict[str, Any]:
             "description": "Read-only: the storage collections, their rows and changes, the "
             "replicas and the status (docs/operations.md, Reading over HTTP).",
         },
-        "paths": paths,
+        "paths": _paths(token),
         "components": {"schemas": {**schemas(*MODELS), **SCHEMAS}},
     }
     if token:
