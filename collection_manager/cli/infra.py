@@ -40,6 +40,14 @@ def register(commands: Any) -> None:
     setup.set_defaults(run=run_setup)
     parser = commands.add_parser("infra", help="local Kafka and Redis: up, down, status")
     actions = parser.add_subparsers(dest="action", required=True)
+    _add_up(actions)
+    _add_down(actions)
+    status = actions.add_parser("status", help="each service: where it is, whether it answers")
+    add_output_options(status, FORMAT_HELP)
+    status.set_defaults(run=run)
+
+
+def _add_up(actions: Any) -> None:
     up = actions.add_parser(
         "up",
         help="start a local Kafka and Redis where CM_KAFKA_BOOTSTRAP / CM_REDIS_URL name "
@@ -60,6 +68,9 @@ def register(commands: Any) -> None:
         "refused while CM_KAFKA_BOOTSTRAP or CM_REDIS_URL names other services",
     )
     up.set_defaults(run=run)
+
+
+def _add_down(actions: Any) -> None:
     down = actions.add_parser(
         "down", help="stop the services `infra up` started (the replicated deployment's too)"
     )
@@ -72,9 +83,6 @@ def register(commands: Any) -> None:
     )
     add_confirmation(down)
     down.set_defaults(run=run)
-    status = actions.add_parser("status", help="each service: where it is, whether it answers")
-    add_output_options(status, FORMAT_HELP)
-    status.set_defaults(run=run)
 
 
 def run_setup(_args: argparse.Namespace) -> int:
