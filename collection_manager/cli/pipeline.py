@@ -27,6 +27,11 @@ N = TypeVar("N", int, float)
 
 def register(commands: Any) -> None:
     """Adds ``consumer run`` and ``demo``."""
+    _add_consumer(commands)
+    _add_demo(commands)
+
+
+def _add_consumer(commands: Any) -> None:
     consumer = commands.add_parser("consumer", help="the Spark consumer")
     runs = consumer.add_subparsers(dest="action", required=True)
     consume = runs.add_parser("run", help="run the Spark consumer until SIGTERM")
@@ -36,6 +41,8 @@ def register(commands: Any) -> None:
     )
     consume.set_defaults(run=run_consume)
 
+
+def _add_demo(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="replica agents, the controller and the Spark consumer, end to end"
     )
