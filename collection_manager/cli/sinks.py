@@ -44,6 +44,22 @@ def register(commands: Any) -> None:
         "sinks", help="publish a collection's changes to a Kafka topic of its own"
     )
     actions = sinks.add_subparsers(dest="action", required=True)
+    _add_create(actions)
+    listing = actions.add_parser("list", help=f"every sink (at most {MAX_SINKS})")
+    add_format_option(listing, {"sinks list": [EXAMPLE.record()]})
+    listing.set_defaults(run=run_list)
+    shown = actions.add_parser("show", help="one sink: its topics, state and value schema")
+    shown.add_argument("name", help="the sink")
+    add_format_option(shown, {})
+    shown.set_defaults(run=run_show)
+    drop = actions.add_parser("drop", help="forget a sink (its topics stay)")
+    drop.add_argument("name", help="the sink")
+    add_confirmation(drop)
+    drop.set_defaults(run=run_drop)
+    _add_run(actions)
+
+
+def _add_create(actions: Any) -> None:
     create = actions.add_parser("create", help="record a sink (and make its topics)")
     create.add_argument("name", help="the sink's name (the rule of collection names)")
     create.add_argument("--collection", required=True, help="the collection it publishes")
@@ -62,17 +78,9 @@ def register(commands: Any) -> None:
         "row's changes stay in one, in order)",
     )
     create.set_defaults(run=run_create)
-    listing = actions.add_parser("list", help=f"every sink (at most {MAX_SINKS})")
-    add_format_option(listing, {"sinks list": [EXAMPLE.record()]})
-    listing.set_defaults(run=run_list)
-    shown = actions.add_parser("show", help="one sink: its topics, state and value schema")
-    shown.add_argument("name", help="the sink")
-    add_format_option(shown, {})
-    shown.set_defaults(run=run_show)
-    drop = actions.add_parser("drop", help="forget a sink (its topics stay)")
-    drop.add_argument("name", help="the sink")
-    add_confirmation(drop)
-    drop.set_defaults(run=run_drop)
+
+
+def _add_run(actions: Any) -> None:
     running = actions.add_parser("run", help="publish a sink's changes until SIGTERM")
     running.add_argument("name", help="the sink")
     running.add_argument(
