@@ -110,31 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
-    # Old spellings (cli/deprecated.py) become new ones, each saying so once on stderr.
-    argv, notices = rewrite(sys.argv[1:] if argv is None else argv)
-    for line in notices:
-        print(line, file=sys.stderr)
-    # Unknown options are a source's own (`replicas run --source NAME ...`), parsed by it.
-    args, rest = parser.parse_known_args(argv)
-    if rest and not getattr(args, "takes_source_options", False):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    args.source_args = rest
-    # Given, or not (then: by where stdout goes); only the commands that print rows take it.
-    args.format = output_format(getattr(args, "format", None))
-    args.no_headers = getattr(args, "no_headers", False)
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
     try:
         log_format = from_env(LogConfig).log_format
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE
-    logs.configure(logging.INFO if args.verbose else logging.WARNING, log_format)
+    _configure_logs(args.verbose, log_format)
     say = functools.partial(_say, json_lines=log_format == "json")
-    # librdkafka logs every failed connection attempt, dozens a second while a broker is
-    # down; the commands say once what is unreachable, so its own lines are for -v.
-    logging.getLogger(LIBRDKAFKA_LOGGER.name).setLevel(
-        logging.INFO if args.verbose else logging.CRITICAL
-    )
     try:
         return int(args.run(args))
     except BrokenPipeError:  # an OSError, but no fault: entry() ends quietly
@@ -151,6 +134,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted", level="WARNING")
         return INTERRUPTED
+
+
+def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command's arguments, with what every command reads set even where it takes none
+    (``source_args``, ``format``, ``no_headers``)."""
+    parser = build_parser()
+    # Old spellings (cli/deprecated.py) become new ones, each saying so once on stderr.
+    argv, notices = rewrite(argv)
+    for line in notices:
+        print(line, file=sys.stderr)
+    # Unknown options are a source's own (`replicas run --source NAME ...`), parsed by it.
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "takes_source_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.source_args = rest
+    # Given, or not (then: by where stdout goes); only the commands that print rows take it.
+    args.format = output_format(getattr(args, "format", None))
+    args.no_headers = getattr(args, "no_headers", False)
+    return args
+
+
+def _configure_logs(verbose: bool, log_format: str) -> None:
+    logs.configure(logging.INFO if verbose else logging.WARNING, log_format)
+    # librdkafka logs every failed connection attempt, dozens a second while a broker is
+    # down; the commands say once what is unreachable, so its own lines are for -v.
+    logging.getLogger(LIBRDKAFKA_LOGGER.name).setLevel(
+        logging.INFO if verbose else logging.CRITICAL
+    )
 
 
 def _say(*lines: str, json_lines: bool, level: str = "ERROR") -> None:
