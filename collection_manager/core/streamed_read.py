@@ -32,6 +32,7 @@ from collection_manager.core.stepped_read import (
     COUNTS_PER_CALL,
     Change,
     RowT,
+    ScanStep,
     ServerChanged,
     Span,
     SteppedReadError,
@@ -134,19 +135,9 @@ def stream_at(
     server: str | None = None
     while True:
         step = reads.scan(cursor)
-        if server is not None and step.server != server:
-            raise ServerChanged(f"the scan met another Redis server ({step.server})")
-        server = step.server
+        server = _same_server(server, step.server)
         log.cover(step.time)
-        exact = {}
-        for row, count in step.rows.items():
-            if row in log.by_row:
-                held[row] = (count, step.time)
-            else:
-                exact[row] = count
-        if exact and step.again is not None:  # found again after a shrink: handed on once
-            for row in emitted.among(exact.keys(), step.again):
-                del exact[row]
+        exact = _exact_now(step, log, held, emitted)
         if exact:
             if left is not None:
                 exact = dict(itertools.islice(exact.items(), left))
@@ -158,14 +149,52 @@ def stream_at(
         if step.cursor is None:
             break
         cursor = step.cursor
-    settled = _settle(reads, log, held)
-    again = emitted.among(settled.keys())
-    rest = {row: count for row, count in settled.items() if row not in again}
-    if left is not None:
-        rest = dict(itertools.islice(rest.items(), left))
+    rest = _settled_rest(reads, log, held, emitted, left)
     if rest:
         emitted.add(rest, None)
         yield rest
+
+
+def _settled_rest(
+    reads: StepReads[RowT],
+    log: _Log[RowT],
+    held: dict[RowT, tuple[int, int]],
+    emitted: Emitted[RowT],
+    left: int | None,
+) -> dict[RowT, int]:
+    """The rows that changed during the read, settled at ``as_of``, less those handed on
+    already (at most ``left``)."""
+    settled = _settle(reads, log, held)
+    again = emitted.among(settled.keys())
+    rest = {row: count for row, count in settled.items() if row not in again}
+    return rest if left is None else dict(itertools.islice(rest.items(), left))
+
+
+def _same_server(before: str | None, now: str) -> str:
+    if before is not None and now != before:
+        raise ServerChanged(f"the scan met another Redis server ({now})")
+    return now
+
+
+def _exact_now(
+    step: ScanStep[RowT],
+    log: _Log[RowT],
+    held: dict[RowT, tuple[int, int]],
+    emitted: Emitted[RowT],
+) -> dict[RowT, int]:
+    """The rows of ``step`` to hand on now: those with no change in the log's span, less
+    those a step before handed on (a stretch scanned again). The changed ones go to
+    ``held``, to be settled at the end."""
+    exact = {}
+    for row, count in step.rows.items():
+        if row in log.by_row:
+            held[row] = (count, step.time)
+        else:
+            exact[row] = count
+    if exact and step.again is not None:  # found again after a shrink: handed on once
+        for row in emitted.among(exact.keys(), step.again):
+            del exact[row]
+    return exact
 
 
 def _settle(
