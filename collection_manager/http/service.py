@@ -87,6 +87,16 @@ def start(
     # good (a read past its deadline ends with it, and gives back its slot).
     client = connected_client(redis_url, socket_timeout=config.http_request_timeout_s)
     sources = Sources(client, redis_url, kafka_bootstrap or None, topic, namespace, services_file)
+    api = Api(sources, config, _health(sources, redis_url))
+    try:
+        return Service(_server(config, api, tls is not None).start(), sources)
+    except BaseException:
+        client.close()
+        raise
+
+
+def _health(sources: Sources, redis_url: str) -> Health:
+    """What ``/healthz`` and ``/readyz`` check: the accept loop's pace and Redis."""
     health = Health()
     health.watch_loop("http", max_age_s=LOOP_BOUND_S)
 
@@ -94,23 +104,19 @@ def start(
         return None if sources.answers() else f"Redis at {redact_url(redis_url)} does not answer"
 
     health.add_check("redis", redis_answers)
-    api = Api(sources, config, health)
+    return health
+
+
+def _server(config: HttpConfig, api: Api, tls: bool) -> ApiServer:
+    """The server of ``api``, not started: a connection for each request and stream slot,
+    and spare ones."""
     connections = config.http_max_requests + config.http_max_streams + SPARE_CONNECTIONS
-    files = None if tls is None else (config.http_tls_cert_file, config.http_tls_key_file)
-    try:
-        server = ApiServer(
-            config.http_address,
-            api,
-            files,  # type: ignore[arg-type]  # both set: tls_context checked them
-            config.http_request_timeout_s,
-            config.http_keepalive_s,
-            connections,
-        )
-    except BaseException:
-        client.close()
-        raise
-    try:
-        return Service(server.start(), sources)
-    except BaseException:
-        client.close()
-        raise
+    files = (config.http_tls_cert_file, config.http_tls_key_file) if tls else None
+    return ApiServer(
+        config.http_address,
+        api,
+        files,  # type: ignore[arg-type]  # both set: tls_context checked them
+        config.http_request_timeout_s,
+        config.http_keepalive_s,
+        connections,
+    )
