@@ -189,6 +189,25 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
         FilterError: for an invalid delete filter.
     """
     name = collection_of(request)
+    _validate_alone(request, name)
+    if name is None:
+        return
+    if name not in specs:
+        known = ", ".join(sorted(specs)) or "none"
+        raise UnknownCollectionError(
+            f"unknown collection {name!r}; known: {known}", collection=name
+        )
+    spec = specs[name]
+    assert isinstance(request, Append | Delete)
+    _validate_bucket(request, spec)
+    if isinstance(request, Delete):
+        validate(request.filter, spec)
+    else:
+        _validate_updates(request, spec)
+
+
+def _validate_alone(request: Request, name: str | None) -> None:
+    """What needs no catalog: the names, the epochs and an append's ``ttl_ms``."""
     if name is not None:
         check_collection_name(name)
     for replica_id, epoch in _replicas_and_epochs(request):
@@ -204,20 +223,6 @@ def validate_request(request: Request, specs: Mapping[str, CollectionSpec]) -> N
         raise SchemaError(
             f"ttl_ms {ttl_ms} is outside 1..{MAX_TTL_MS} (1 ms to 100 years)", collection=name
         )
-    if name is None:
-        return
-    if name not in specs:
-        known = ", ".join(sorted(specs)) or "none"
-        raise UnknownCollectionError(
-            f"unknown collection {name!r}; known: {known}", collection=name
-        )
-    spec = specs[name]
-    assert isinstance(request, Append | Delete)
-    _validate_bucket(request, spec)
-    if isinstance(request, Delete):
-        validate(request.filter, spec)
-    else:
-        _validate_updates(request, spec)
 
 
 def _validate_bucket(request: Append | Delete, spec: CollectionSpec) -> None:
@@ -254,16 +259,21 @@ def _validate_bucket(request: Append | Delete, spec: CollectionSpec) -> None:
             collection=name,
         )
     if isinstance(request, Append):
-        position = spec.bucket_position
-        for row, _ in request.updates:
-            value = row[position] if len(row) > position else None
-            if isinstance(value, str | int) and bucket_of(value, spec.buckets) != part.bucket:
-                raise SchemaError(
-                    f"row {row!r} of {name} lies in bucket {bucket_of(value, spec.buckets)}, "
-                    f"not in bucket {part.bucket} of its request (bucket = CRC-32 of "
-                    f"{spec.bucket_column} mod {spec.buckets})",
-                    collection=name,
-                )
+        _validate_rows_bucket(request, spec, part.bucket)
+
+
+def _validate_rows_bucket(request: Append, spec: CollectionSpec, bucket: int) -> None:
+    """Every row of an append lies in its request's bucket."""
+    position, name = spec.bucket_position, request.collection
+    for row, _ in request.updates:
+        value = row[position] if len(row) > position else None
+        if isinstance(value, str | int) and bucket_of(value, spec.buckets) != bucket:
+            raise SchemaError(
+                f"row {row!r} of {name} lies in bucket {bucket_of(value, spec.buckets)}, "
+                f"not in bucket {bucket} of its request (bucket = CRC-32 of "
+                f"{spec.bucket_column} mod {spec.buckets})",
+                collection=name,
+            )
 
 
 def _validate_updates(request: Append, spec: CollectionSpec) -> None:
