@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 import redis
@@ -214,9 +214,18 @@ def settle(
     wrote = call(client, SETTLE, [cut_key(spec.collection)], [settled.version, *fields])
     if not int(wrote):
         return SettleResult(None, 0, (), spec.collection, held)
+    trimmed = _trim_passed(client, spec, settled.times, gone)
+    return SettleResult(cut, trimmed, tuple(dropped), spec.collection, held)
+
+
+def _trim_passed(
+    client: redis.Redis, spec: CollectionSpec, floors: Sequence[int], gone: Set[str]
+) -> int:
+    """Trims each bucket's parts at or below the cut settled before (``floors``) and forgets
+    the ``gone`` groups; returns how many parts went."""
     trimmed = 0
-    for unit, floor in zip(spec.units(), settled.times, strict=True):
+    for unit, floor in zip(spec.units(), floors, strict=True):
         trimmed += int(client.zremrangebyscore(CollectionKeys(unit.name).parts, "-inf", floor))
     if gone:  # their parts were trimmed in an earlier settle: nothing refers to them
         client.hdel(cut_key(spec.collection), *(GIVEN_UP_PREFIX + g for g in gone))
-    return SettleResult(cut, trimmed, tuple(dropped), spec.collection, held)
+    return trimmed
