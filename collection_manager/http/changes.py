@@ -39,6 +39,15 @@ from collection_manager.core.errors import InfrastructureError, LogTrimmedError
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.http import metrics
+from collection_manager.http.change_positions import (
+    Position,
+    at_least,
+    log_trimmed,
+    position_json,
+    position_text,
+    trimmed_past,
+    why_trimmed,
+)
 from collection_manager.http.context import Call
 from collection_manager.http.exchange import Answer, Request
 from collection_manager.http.failures import problem_of
@@ -49,7 +58,6 @@ from collection_manager.reading.rows import as_object
 from collection_manager.storage.catalog import raw_record
 from collection_manager.storage.change_log import ChangeLog
 from collection_manager.storage.client import REDIS_FAULTS
-from collection_manager.storage.reads import CutChanges
 from collection_manager.storage.step_reads import readable_time
 
 logger = logging.getLogger(__name__)
@@ -64,8 +72,6 @@ RETRY_MS = 1_000
 # What a poll waits through: Redis away or failing over, a cut read while settles overtake.
 _PASSING: tuple[type[Exception], ...] = (*REDIS_FAULTS, InfrastructureError, CutError)
 
-Position = int | Cut
-
 
 class FeedEnded(Exception):
     """The feed cannot go on: ``problem`` says why."""
@@ -75,69 +81,10 @@ class FeedEnded(Exception):
         self.problem = problem
 
 
-def position_text(position: Position) -> str:
-    """A position as an event's id and an answer's ``as_of`` text."""
-    return str(position) if isinstance(position, int) else position.text()
-
-
-def position_json(position: Position) -> int | str:
-    """A position as ``as_of`` in JSON: a time is a number, a cut a string."""
-    return position if isinstance(position, int) else position.text()
-
-
 def sse_event(kind: str, event_id: str | None, data: Any) -> bytes:
     """One Server-Sent Event; ``data`` as one line of JSON (it holds no newline)."""
     head = "" if event_id is None else f"id: {event_id}\n"
     return f"{head}event: {kind}\ndata: ".encode() + json_text.compact(data) + b"\n\n"
-
-
-def trimmed_past(
-    client: Any, spec: CollectionSpec, position: Position, moved: Cut | None = None
-) -> str | None:
-    """Why the change log no longer holds every change after ``position``, or None when it
-    does (of a bucketed collection: every bucket's log after its time in the cut; with
-    ``moved``, the cut a read reached, only the buckets it moved: a log is trimmed only as
-    entries are added, and a bucket that did not move is checked once it does).
-    """
-    if isinstance(position, int):
-        try:
-            ChangeLog(client, spec.name).check_held(position)
-        except LogTrimmedError as exc:
-            return _why(spec, exc)
-        return None
-    for bucket, unit in enumerate(spec.units()):
-        if moved is not None and moved.times[bucket] <= position.times[bucket]:
-            continue
-        try:
-            ChangeLog(client, unit.name).check_held(position.times[bucket])
-        except LogTrimmedError as exc:
-            return _why(spec, exc, bucket)
-    return None
-
-
-def _why(spec: CollectionSpec, trimmed: LogTrimmedError, bucket: int | None = None) -> str:
-    if bucket is None:
-        return f"the change log of {spec.name} was trimmed through time {trimmed.trimmed_through}"
-    return (
-        f"the change log of {spec.name}'s bucket {bucket} was trimmed through "
-        f"{trimmed.trimmed_through}"
-    )
-
-
-def _log_trimmed(why: str, position: Position, parameter: str | None) -> Problem:
-    return Problem(
-        "log-trimmed",
-        f"{why}, past {position_text(position)}: changes after it are gone; read the rows "
-        "again (/rows) and follow the changes from their as_of",
-        parameter=parameter,
-    )
-
-
-def at_least(changes: CutChanges, since: Cut) -> CutChanges:
-    """``changes`` reaching ``since`` at least in every bucket (``tail``'s rule: a bucket
-    whose readable time is still behind the cut asked for is not read twice)."""
-    times = zip(changes.cut.times, since.times, strict=True)
-    return CutChanges(changes.changes, Cut(tuple(max(pair) for pair in times)))
 
 
 class Feed:
@@ -232,7 +179,9 @@ class Feed:
             try:  # the log's trimming is checked after each read: nothing skipped
                 changes, reached = log.times(self.position, through, EVENT_CHANGES)
             except LogTrimmedError as exc:
-                raise FeedEnded(_log_trimmed(_why(self._spec, exc), self.position, None)) from None
+                raise FeedEnded(
+                    log_trimmed(why_trimmed(self._spec, exc), self.position, None)
+                ) from None
             self.position = reached
             if changes:
                 entries = [
@@ -249,7 +198,7 @@ class Feed:
             found = at_least(store.tail_buckets(self._spec.name, since, EVENT_CHANGES), since)
             why = trimmed_past(self._call.sources.client, self._spec, since, found.cut)
             if why is not None:
-                raise FeedEnded(_log_trimmed(why, since, None))
+                raise FeedEnded(log_trimmed(why, since, None))
             self.position = found.cut
             if found.changes:
                 entries = [
@@ -298,7 +247,7 @@ def follow_changes(call: Call, request: Request) -> Answer:
         position = parse_position(given, spec, parameter)
         why = trimmed_past(call.sources.client, spec, position)
         if why is not None:
-            raise _log_trimmed(why, position, parameter)
+            raise log_trimmed(why, position, parameter)
         return spec, record, position
 
     spec, record, position = call.read(start)
