@@ -16,6 +16,7 @@ from collection_manager import release
 from collection_manager.cli import (
     bench,
     collections,
+    controller,
     functions,
     infra,
     pipeline,
@@ -50,6 +51,7 @@ SUBCOMMANDS = (
     progress,
     status,
     replicas,
+    controller,
     sinks,
     serve,
     functions,

@@ -25,7 +25,7 @@ class _Controller:
 @pytest.fixture(autouse=True)
 def fake_controller(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(devservices, "running", lambda *_a, **_k: None)
-    monkeypatch.setattr(replicas, "_controller", lambda _endpoints: _Controller())
+    monkeypatch.setattr(replicas, "connect_controller", lambda _endpoints: _Controller())
 
 
 def test_removing_no_member_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
