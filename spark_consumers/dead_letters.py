@@ -28,8 +28,8 @@ from collection_manager.kafka.errors import (
     TopicConfigError,
     TopicMissingError,
 )
+from collection_manager.kafka.message_limits import fit_max_message_bytes, max_message_bytes
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.kafka.topics import fit_max_message_bytes, max_message_bytes
 from collection_manager.storage.dead_letters import (
     REASON_MAX_BYTES,
     DeadLetterLedger,

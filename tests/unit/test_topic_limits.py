@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from collection_manager.kafka import topics
+from collection_manager.kafka import message_limits
 from collection_manager.kafka.errors import (
     KafkaUnreachableError,
     TopicConfigError,
@@ -46,9 +46,9 @@ class _Admin:
 def test_a_missing_topic_is_told_from_a_broker_fault(
     code: int, missing: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(topics, "admin_client", lambda _bootstrap: _Admin(code))
+    monkeypatch.setattr(message_limits, "admin_client", lambda _bootstrap: _Admin(code))
     with pytest.raises(TopicConfigError) as failed:
-        topics.max_message_bytes("127.0.0.1:9", ["cm.dead-letters"])
+        message_limits.max_message_bytes("127.0.0.1:9", ["cm.dead-letters"])
     assert isinstance(failed.value, TopicMissingError) is missing
 
 
