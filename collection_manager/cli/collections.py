@@ -44,12 +44,11 @@ from collection_manager.cli.output import (
 from collection_manager.cli.partitions import RequestTopic, placement
 from collection_manager.cli.status import (
     CollectionInfo,
-    bucket_table,
     collection_info,
     collection_infos,
-    counter_headers,
     example_bucketed,
 )
+from collection_manager.cli.status_views import bucket_table, counter_headers
 from collection_manager.cli.stores import store_from_env
 from collection_manager.cli.tail import EXAMPLE_BUCKETED, add_tail
 from collection_manager.cli.where import HELP as WHERE_HELP

@@ -19,12 +19,8 @@ from collection_manager.cli.buckets import bucket_change, create_checked, keep_b
 from collection_manager.cli.collections import describe_json, describe_tables
 from collection_manager.cli.main import build_parser, main
 from collection_manager.cli.partitions import KEY_HASH
-from collection_manager.cli.status import (
-    collection_info,
-    consumer_summary,
-    status_json,
-    status_tables,
-)
+from collection_manager.cli.status import collection_info, consumer_summary, status_json
+from collection_manager.cli.status_views import status_tables
 from collection_manager.core.errors import CollectionManagerError, UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.counters import SHOWN_COUNTERS

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from collection_manager.cli.buckets import create_checked
 from collection_manager.cli.collections import describe_json, describe_tables
 from collection_manager.cli.partitions import KEY_HASH, RequestTopic
-from collection_manager.cli.status import collection_info, consumer_summary, status_tables
+from collection_manager.cli.status import collection_info, consumer_summary
+from collection_manager.cli.status_views import status_tables
 from collection_manager.core.buckets import MAX_BUCKETS, bucket_of
 from collection_manager.core.errors import InfrastructureError, SchemaError
 from collection_manager.core.filters import eq, ge

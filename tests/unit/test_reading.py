@@ -35,11 +35,10 @@ from collection_manager.cli.status import (
     CollectionInfo,
     consumer_summary,
     controller_summary,
-    controller_table,
     status_json,
-    status_tables,
     unpublished_summary,
 )
+from collection_manager.cli.status_views import controller_table, status_tables
 from collection_manager.cli.tail import EXAMPLE_BUCKETED, EXAMPLE_CUT_LOG, EXAMPLE_LOG
 from collection_manager.cli.tail_views import cut_tail_json, tail_json, tail_table
 from collection_manager.cli.where import OPERATORS, parse_where

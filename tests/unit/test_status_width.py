@@ -12,8 +12,8 @@ from collection_manager.cli.status import (
     EXAMPLE_CONTROLLER,
     EXAMPLE_UNPUBLISHED,
     example_bucketed,
-    status_tables,
 )
+from collection_manager.cli.status_views import status_tables
 from collection_manager.reading.status import CollectionInfo
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from schemas.introspection import introspection_specs
