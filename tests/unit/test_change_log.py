@@ -16,17 +16,15 @@ from hypothesis import strategies as st
 from collection_manager.core.errors import LogTrimmedError
 from collection_manager.core.specs import Row
 from collection_manager.core.stepped_read import Change
-from collection_manager.storage.change_log import (
+from collection_manager.storage.change_log import LOG_ENTRIES_PER_CALL, MAX_PAGE_ENTRIES, ChangeLog
+from collection_manager.storage.keys import LOG_CLOCK_FIELD, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
+from collection_manager.storage.log_positions import (
     LAST_SEQ,
-    LOG_ENTRIES_PER_CALL,
-    MAX_PAGE_ENTRIES,
-    ChangeLog,
     LogPosition,
     trim_front,
     trimmed_past,
     trimmed_through_time,
 )
-from collection_manager.storage.keys import LOG_CLOCK_FIELD, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
 
 SETTINGS = settings(max_examples=150, deadline=None)
 EntryId = tuple[int, int]
