@@ -4,7 +4,8 @@
 or more Kafka partitions, one after the other, each in offset order). It decodes the
 records, sends bad ones to the dead-letter topic, applies the rest through the store's
 atomic, idempotent apply, and yields one summary row per collection touched for the
-driver's metrics.
+driver's metrics. The store and the worker's other connections are made once per
+Python worker process (``executor_resources.py``).
 """
 
 from __future__ import annotations
@@ -17,25 +18,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from collection_manager.config import ConsumerConfig
 from collection_manager.core.epochs import claimed_replicas
-from collection_manager.kafka.producer import KafkaProducer
-from collection_manager.storage.client import connected_client, redis_client
 from collection_manager.storage.counters import APPLY_COUNTERS
-from collection_manager.storage.dead_letters import DeadLetterLedger
-from collection_manager.storage.epochs import IssuedEpochs
-from collection_manager.storage.progress import guarded_client
-from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.writes import StoreWriter
-from spark_consumers.dead_letters import (
-    REFUSED_KIND,
-    dead_letter_producer,
-    send_dead_letters,
-    send_refused,
-)
+from spark_consumers.dead_letters import REFUSED_KIND, send_dead_letters, send_refused
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
+from spark_consumers.executor_resources import RESOURCES
 from spark_consumers.python_worker import cheapen_next_task
 from spark_consumers.steps import EXECUTOR_STEPS, StepTimer, step_column
 
@@ -106,77 +95,6 @@ class ExecutorSettings:
         )
 
 
-# One store and one dead-letter producer per Python worker process, reused across tasks
-# (Spark reuses its Python workers), so a micro-batch pays no connection set-up.
-_stores: dict[ExecutorSettings, StoreWriter] = {}
-_producers: dict[tuple[str, int, tuple[tuple[str, str], ...]], KafkaProducer] = {}
-_clients: dict[str, redis.Redis] = {}
-_replica_records: dict[tuple[str, str], ReplicaRecord] = {}
-_ledgers: dict[str, DeadLetterLedger] = {}
-_issued_epochs: dict[tuple[str, str], IssuedEpochs] = {}
-
-
-def _store(settings: ExecutorSettings) -> StoreWriter:
-    if settings not in _stores:
-        _stores.clear()  # a store of an earlier start talks to a Redis process now gone
-        if settings.redis_run_id:
-            # Never applies to a restarted Redis: it may have lost its tail, and applying
-            # newer offsets above that gap would make the watermarks skip it for good.
-            client = guarded_client(
-                settings.redis_url, settings.redis_run_id, socket_connect_timeout=5
-            )
-            _stores[settings] = StoreWriter(client, log_max_length=settings.log_max_length)
-        else:
-            _stores[settings] = StoreWriter(
-                connected_client(settings.redis_url), log_max_length=settings.log_max_length
-            )
-    return _stores[settings]
-
-
-def _client(redis_url: str) -> redis.Redis:
-    # One client (one connection pool) per Redis for the replica record, the issued epochs
-    # and the dead-letter ledger of this worker, rather than one each.
-    if redis_url not in _clients:
-        _clients[redis_url] = redis_client(redis_url, socket_connect_timeout=5)
-    return _clients[redis_url]
-
-
-def _replica_record(settings: ExecutorSettings) -> ReplicaRecord:
-    place = (settings.redis_url, settings.replica_namespace)
-    if place not in _replica_records:
-        _replica_records[place] = ReplicaRecord(
-            _client(settings.redis_url), settings.replica_namespace
-        )
-    return _replica_records[place]
-
-
-def _issued(settings: ExecutorSettings) -> IssuedEpochs:
-    place = (settings.redis_url, settings.replica_namespace)
-    if place not in _issued_epochs:
-        _issued_epochs[place] = IssuedEpochs(
-            _client(settings.redis_url), settings.replica_namespace
-        )
-    return _issued_epochs[place]
-
-
-def _dead_letter_producer(settings: ExecutorSettings) -> KafkaProducer:
-    key = (settings.kafka_bootstrap, settings.dead_letter_max_bytes, settings.kafka_security)
-    if key not in _producers:
-        _producers[key] = dead_letter_producer(
-            settings.kafka_bootstrap,
-            settings.dead_letter_max_bytes,
-            client_id="collection-manager-dead-letters",
-            security=dict(settings.kafka_security),
-        )
-    return _producers[key]
-
-
-def _ledger(settings: ExecutorSettings) -> DeadLetterLedger:
-    if settings.redis_url not in _ledgers:
-        _ledgers[settings.redis_url] = DeadLetterLedger(_client(settings.redis_url))
-    return _ledgers[settings.redis_url]
-
-
 def _records(frame: pd.DataFrame) -> list[KafkaRecord]:
     return [
         KafkaRecord(
@@ -222,7 +140,7 @@ class PartitionApplier:
         import pandas as pd
 
         cheapen_next_task()
-        store = _store(self.settings)
+        store = RESOURCES.store(self.settings)
         for frame in frames:
             for part in by_partition(frame):
                 yield pd.DataFrame(self.apply(store, _records(part), _oldest_ms(part)))
@@ -244,15 +162,15 @@ class PartitionApplier:
         with timer.step("epochs"):
             # One round trip for the replicas this chunk names, not one per request.
             replicas = claimed_replicas(r for _, r in decoded.requests)
-            authority = _issued(self.settings).authority(replicas)
+            authority = RESOURCES.issued_epochs(self.settings).authority(replicas)
             decoded = refuse_unissued(decoded, records, authority)
         # Before the apply, and never raising for a delivery: a dead letter is published
         # or recorded as unpublished, once, and the partition moves on either way.
         kinds: Counter[str] = Counter()
         with timer.step("dead_letters"):
             dead_letters = send_dead_letters(
-                _dead_letter_producer(self.settings),
-                _ledger(self.settings),
+                RESOURCES.dead_letter_producer(self.settings),
+                RESOURCES.ledger(self.settings),
                 self.settings.dead_letter_topic,
                 decoded.dead_letters,
                 kinds,
@@ -262,7 +180,7 @@ class PartitionApplier:
         refusing = [name for name, c in counts.items() if c.get("refused")]
         if refusing:
             refused = send_refused(
-                _dead_letter_producer(self.settings),
+                RESOURCES.dead_letter_producer(self.settings),
                 self.settings.dead_letter_topic,
                 store,
                 refusing,
@@ -276,7 +194,7 @@ class PartitionApplier:
         seen_at = int(time.time() * 1000)
         issued = {replica: epochs.highest for replica, epochs in authority.issued.items()}
         with timer.step("sightings"):
-            _replica_record(self.settings).record(
+            RESOURCES.replica_record(self.settings).record(
                 topic, partition, decoded.requests, seen_at, issued
             )
         last = records[-1].offset
