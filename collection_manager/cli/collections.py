@@ -1,8 +1,8 @@
 """``collections list|show|create|create-introspection|drop|query|tail``.
 
-``query`` prints the rows at the latest time, ``tail`` the change log (``cli/tail.py``).
-Each reading command reads from Redis only, then renders with pure functions (``*_json``
-for ``--format json``, ``*_table`` for people).
+``query`` prints the rows at the latest time (``cli/query.py``), ``tail`` the change log
+(``cli/tail.py``). Each reading command reads from Redis only, then renders with pure
+functions (``*_json`` for ``--format json``, ``*_table`` for people).
 
 A bucketed collection (``core/buckets.py``) is read at one consistent cut of its buckets
 (``core/cut.py``): ``query`` prints the cut as its ``as_of`` (the buckets' times joined by
@@ -22,7 +22,6 @@ from typing import Any
 
 from collection_manager import devservices
 from collection_manager.answers import to_json
-from collection_manager.cli.argtypes import seconds_argument
 from collection_manager.cli.buckets import (
     add_bucket_options,
     create_checked,
@@ -36,12 +35,12 @@ from collection_manager.cli.output import (
     TableView,
     add_format_option,
     collection_spec,
-    header,
     moment,
     plural,
     show,
 )
 from collection_manager.cli.partitions import RequestTopic, placement
+from collection_manager.cli.query import add_query
 from collection_manager.cli.status import (
     CollectionInfo,
     collection_info,
@@ -51,41 +50,16 @@ from collection_manager.cli.status import (
 from collection_manager.cli.status_views import bucket_table, counter_headers
 from collection_manager.cli.stores import store_from_env
 from collection_manager.cli.tail import EXAMPLE_BUCKETED, add_tail
-from collection_manager.cli.where import HELP as WHERE_HELP
-from collection_manager.cli.where import parse_where, split_term
 from collection_manager.config import ConsumerConfig, InfraConfig, from_env
-from collection_manager.core.buckets import bucket_of
-from collection_manager.core.cut import Cut
-from collection_manager.core.errors import CollectionManagerError, SchemaError
-from collection_manager.core.filters import Filter, describe
+from collection_manager.core.errors import SchemaError
 from collection_manager.core.names import check_collection_name
-from collection_manager.core.specs import CollectionSpec, Row
+from collection_manager.core.specs import CollectionSpec
 from collection_manager.reading.catalog import collection_list, detail_of
-from collection_manager.reading.rows import query_json, sorted_rows
-from collection_manager.storage.client import (
-    READ_TIMEOUT_S,
-    any_node_answers,
-    patiently,
-)
 from collection_manager.storage.counters import SHOWN_COUNTERS
-from collection_manager.storage.reads import Snapshot, StoreReader
 from collection_manager.storage.writes import wall_clock_ms
 from schemas.introspection import introspection_spec, introspection_specs
 
 COLLECTION_HELP = "its name (`collection-manager collections list` shows them)"
-
-
-EXAMPLE_SNAPSHOT = Snapshot({("r1", "u1", 0, 41): 1, ("r1", "u1", 1, None): 1}, 42)
-# The examples of a collection of four buckets: its as_of is a cut, a time per bucket.
-EXAMPLE_CUT_SNAPSHOT = Snapshot(EXAMPLE_SNAPSHOT.rows, 12 + 40 + 7 + 9, Cut((12, 40, 7, 9)))
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def register(commands: Any) -> None:
@@ -98,123 +72,8 @@ def register(commands: Any) -> None:
     )
     actions = admin.add_subparsers(dest="action", required=True)
     _register_admin(actions, spec)
-    _register_query(actions, spec, bucketed)
+    add_query(actions, spec, bucketed, COLLECTION_HELP)
     add_tail(actions, spec, bucketed, COLLECTION_HELP)
-
-
-def _register_query(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec) -> None:
-    query = actions.add_parser("query", help="a collection's rows at its latest time")
-    query.add_argument("collection", help=COLLECTION_HELP)
-    query.add_argument(
-        "--where", action="append", default=[], metavar="COLUMN<op>VALUE", help=WHERE_HELP
-    )
-    query.add_argument(
-        "--expiry", action="store_true", help="show when each row with a TTL expires"
-    )
-    query.add_argument(
-        "--limit",
-        type=positive_int,
-        help="at most this many rows, the first the read finds (not the smallest); it "
-        "stops reading there (default: every row)",
-    )
-    query.add_argument(
-        "--timeout",
-        type=seconds_argument,
-        default=READ_TIMEOUT_S,
-        metavar="SECONDS",
-        help="how long the read tries again while Redis fails over (a node still loading "
-        "its data, a Redis Cluster whose slot has no primary yet) before it gives up "
-        f"(default {READ_TIMEOUT_S:g}; 0: at once); when no node answers at all it fails "
-        "at once",
-    )
-    add_format_option(
-        query,
-        {
-            "collections query compute_frontiers": query_json(spec, EXAMPLE_SNAPSHOT),
-            f"collections query {EXAMPLE_BUCKETED}": query_json(bucketed, EXAMPLE_CUT_SNAPSHOT),
-        },
-    )
-    query.set_defaults(run=run_query)
-
-
-def query_table(
-    spec: CollectionSpec,
-    snapshot: Snapshot,
-    where: Filter | None,
-    expiries: dict[Row, int] | None = None,
-    limit: int | None = None,
-) -> TableView:
-    """The rows and their multiplicity (and expiry), or a line saying there are none."""
-    rows = sorted_rows(snapshot)
-    matching = "" if where is None else f" matching {describe(where)}"
-    at = f"{spec.name} at time {snapshot.as_of}"
-    if snapshot.cut is not None:
-        at = f"{spec.name} at cut {snapshot.as_of_text}"
-    empty = f"{at}: no rows{matching}"
-    if snapshot.as_of == 0:
-        empty += " (nothing applied to it yet)"
-    columns = [*spec.column_names, header("count", spec.column_names)]
-    shown: list[tuple[Any, ...]] = [(*row, m) for row, m in rows]
-    if expiries is not None:
-        now = wall_clock_ms()
-        columns.append(header("expires", spec.column_names))
-        shown = [(*row, m, moment(expiries.get(row), now) or "-") for row, m in rows]
-    title = f"{at}: {plural(len(rows), 'row')}{matching}"
-    if limit is not None and len(rows) >= limit:
-        title += f" (--limit {limit}: the first the read found; there may be more)"
-    return TableView(
-        title=title,
-        columns=columns,
-        rows=shown,
-        empty=empty,
-        null="null",
-    )
-
-
-def run_query(args: argparse.Namespace) -> int:
-    """Prints the rows (and their multiplicity) at the time readers see, read in bounded
-    steps (docs/concepts/reads.md)."""
-    check_collection_name(args.collection)  # the name and the terms' syntax: before connecting
-    for term in args.where:
-        split_term(term)
-
-    def read() -> tuple[CollectionSpec, Filter | None, Snapshot, Any]:
-        store = store_from_env()
-        spec = collection_spec(store, args.collection)
-        where = parse_where(args.where, spec)
-        # A bucketed collection's: every bucket (those --where pins) at one consistent cut.
-        snapshot = store.stepped_snapshot(spec.name, where, args.limit)
-        expiries = read_expiries(store.reader, spec, list(snapshot.rows)) if args.expiry else None
-        return spec, where, snapshot, expiries
-
-    spec, where, snapshot, expiries = patiently(read, args.timeout, answers=_redis_answers)
-    table = query_table(spec, snapshot, where, expiries, args.limit)
-    show(args.format, query_json(spec, snapshot, expiries), table, headers=not args.no_headers)
-    return 0
-
-
-def read_expiries(store: StoreReader, spec: CollectionSpec, rows: list[Row]) -> dict[Row, int]:
-    """When each of ``rows`` with a TTL expires: a bucketed collection's, from each row's
-    bucket (each bucket keeps its own)."""
-    if spec.buckets == 1:
-        return store.expiries(spec.name, rows)
-    by_bucket: dict[int, list[Row]] = {}
-    for row in rows:
-        bucket = bucket_of(row[spec.bucket_position], spec.buckets)
-        by_bucket.setdefault(bucket, []).append(row)
-    found: dict[Row, int] = {}
-    for bucket, some in sorted(by_bucket.items()):
-        found.update(store.expiries(spec.unit(bucket).name, some))
-    return found
-
-
-def _redis_answers() -> bool:
-    """Whether any node of the configured (or local) Redis answers at all."""
-    try:
-        endpoints = devservices.running(from_env(InfraConfig), needs=("redis",))
-    except CollectionManagerError:
-        return False
-    return any_node_answers(endpoints.redis_url)
 
 
 def list_json(infos: Sequence[CollectionInfo]) -> list[dict[str, Any]]:
@@ -281,6 +140,22 @@ def _register_admin(actions: Any, spec: CollectionSpec) -> None:
     listing = actions.add_parser("list", help="every collection: rows, time, columns")
     add_format_option(listing, {"collections list": list_json([example])})
     listing.set_defaults(run=run_list)
+    _add_show(actions, example)
+    _add_create(actions)
+    builtin = actions.add_parser(
+        "create-introspection", help="the built-in introspection collections (idempotent)"
+    )
+    add_bucket_options(builtin, column=False)  # they all have replica_id, the default
+    builtin.set_defaults(run=run_create_introspection)
+    drop = actions.add_parser(
+        "drop", help="delete a collection: its rows, change log, indexes and definition"
+    )
+    drop.add_argument("name", help=COLLECTION_HELP)
+    add_confirmation(drop)
+    drop.set_defaults(run=run_drop)
+
+
+def _add_show(actions: Any, example: CollectionInfo) -> None:
     shown = actions.add_parser("show", help="one collection: columns, indexes, row TTLs, counters")
     shown.add_argument("name", help=COLLECTION_HELP)
     bucketed = example_bucketed(example.counters)
@@ -292,6 +167,9 @@ def _register_admin(actions: Any, spec: CollectionSpec) -> None:
         },
     )
     shown.set_defaults(run=run_show)
+
+
+def _add_create(actions: Any) -> None:
     create = actions.add_parser("create", help="a collection of your own, from an Avro schema")
     create.add_argument("name", help="its name (letters, digits, '_', '-', '.'; at most 100)")
     create.add_argument(
@@ -306,17 +184,6 @@ def _register_admin(actions: Any, spec: CollectionSpec) -> None:
     )
     add_bucket_options(create)
     create.set_defaults(run=run_create)
-    builtin = actions.add_parser(
-        "create-introspection", help="the built-in introspection collections (idempotent)"
-    )
-    add_bucket_options(builtin, column=False)  # they all have replica_id, the default
-    builtin.set_defaults(run=run_create_introspection)
-    drop = actions.add_parser(
-        "drop", help="delete a collection: its rows, change log, indexes and definition"
-    )
-    drop.add_argument("name", help=COLLECTION_HELP)
-    add_confirmation(drop)
-    drop.set_defaults(run=run_drop)
 
 
 def _spec_from_file(name: str, schema: Path, indexed: list[str]) -> CollectionSpec:

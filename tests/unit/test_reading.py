@@ -9,15 +9,7 @@ from typing import Any
 
 import pytest
 
-from collection_manager.cli.collections import (
-    EXAMPLE_CUT_SNAPSHOT,
-    EXAMPLE_SNAPSHOT,
-    describe_json,
-    list_json,
-    list_table,
-    query_json,
-    query_table,
-)
+from collection_manager.cli.collections import describe_json, list_json, list_table
 from collection_manager.cli.main import main
 from collection_manager.cli.output import (
     MAX_LISTED,
@@ -26,6 +18,12 @@ from collection_manager.cli.output import (
     print_table,
     show,
     unknown_collection,
+)
+from collection_manager.cli.query import (
+    EXAMPLE_CUT_SNAPSHOT,
+    EXAMPLE_SNAPSHOT,
+    query_json,
+    query_table,
 )
 from collection_manager.cli.replicas import EXAMPLE_NOW, EXAMPLE_REPLICAS, moment, replicas_json
 from collection_manager.cli.replicas import replicas_table as replicas_view

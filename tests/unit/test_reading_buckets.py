@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis
 
-from collection_manager.cli.collections import query_json, query_table
+from collection_manager.cli.query import query_json, query_table
 from collection_manager.cli.tail import at_least, parse_since, since_argument
 from collection_manager.cli.tail_views import cut_tail_json, cut_tail_table
 from collection_manager.config.errors import UsageError
@@ -314,7 +314,7 @@ def test_query_of_a_bucketed_collection_waits_through_a_failover_and_prints_the_
     monkeypatch: pytest.MonkeyPatch, no_sleep: list[float], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``query --timeout`` covers the whole bucketed read: the cut and every bucket."""
-    from collection_manager.cli import collections as cli_collections
+    from collection_manager.cli import query as cli_query
 
     class Store:
         failures = 2
@@ -332,8 +332,8 @@ def test_query_of_a_bucketed_collection_waits_through_a_failover_and_prints_the_
             return Snapshot(ROWS, 68, Cut((12, 40, 7, 9)))
 
     store = Store()
-    monkeypatch.setattr(cli_collections, "store_from_env", lambda: store)
-    monkeypatch.setattr(cli_collections, "_redis_answers", lambda: True)
+    monkeypatch.setattr(cli_query, "store_from_env", lambda: store)
+    monkeypatch.setattr(cli_query, "_redis_answers", lambda: True)
     from collection_manager.cli.main import main
 
     assert main(["collections", "query", "fb", "--format", "json"]) == 0
