@@ -31,7 +31,7 @@ from collections.abc import Callable
 import redis
 
 from collection_manager.control.leases import Lease
-from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 from collection_manager.storage.replication import Durability
 
 ACTIVE = "active"

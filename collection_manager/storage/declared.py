@@ -22,7 +22,7 @@ from collection_manager.core.errors import CollectionManagerError, UnknownCollec
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.catalog import Catalog, catalogued
 from collection_manager.storage.client import as_text
-from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 
 MAX_DECLARED = 256
 """At most this many declared collections per replica namespace."""

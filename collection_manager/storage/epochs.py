@@ -14,7 +14,7 @@ from collections.abc import Collection
 import redis
 
 from collection_manager.core.epochs import EpochAuthority, Issued
-from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 
 
 def epoch_key(namespace: str, replica_id: str) -> str:

@@ -29,7 +29,8 @@ import redis
 from collection_manager.core.requests import Heartbeat, ReplicaAdded, ReplicaRemoved, Request
 from collection_manager.core.ticks import is_tick, newest_tick
 from collection_manager.storage.client import is_cluster_node
-from collection_manager.storage.keys import ReplicaKeys, watermark_field
+from collection_manager.storage.keys import watermark_field
+from collection_manager.storage.replica_keys import ReplicaKeys
 
 # KEYS: seen, log times. ARGV: the log-time field, the newest tick time ("" for none), then
 # (replica id, record, highest issued epoch or "") per sighting. A sighting is kept unless

@@ -30,7 +30,7 @@ from collection_manager.core.requests import ReplicaAdded
 from collection_manager.devservices.redis_cluster import LocalRedisCluster, start_cluster
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.client import REDIS_FAULTS, redis_client
-from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 from collection_manager.storage.replication import Durability
 from schemas.codec import decode_request
 from tests.integration.test_replicated import _key_on, _replicas

@@ -25,7 +25,8 @@ from collection_manager.core.requests import Append, Heartbeat, Request
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.epochs import IssuedEpochs
-from collection_manager.storage.keys import CollectionKeys, ReplicaKeys
+from collection_manager.storage.keys import CollectionKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
 from schemas.codec import decode_request, encode_request

@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis as redis_lib
 from redis.crc import key_slot
 
-from collection_manager.storage.keys import ReplicaKeys
+from collection_manager.storage.replica_keys import ReplicaKeys
 from collection_manager.storage.replicas import ReplicaRecord
 
 
