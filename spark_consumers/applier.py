@@ -19,11 +19,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from collection_manager.config import ConsumerConfig
-from collection_manager.core.epochs import claimed_replicas
+from collection_manager.core.epochs import EpochAuthority, claimed_replicas
 from collection_manager.storage.counters import APPLY_COUNTERS
 from collection_manager.storage.writes import StoreWriter
 from spark_consumers.dead_letters import REFUSED_KIND, send_dead_letters, send_refused
-from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
+from spark_consumers.decode import Decoded, KafkaRecord, decode_records, refuse_unissued
 from spark_consumers.executor_resources import RESOURCES
 from spark_consumers.python_worker import cheapen_next_task
 from spark_consumers.steps import EXECUTOR_STEPS, StepTimer, step_column
@@ -155,48 +155,13 @@ class PartitionApplier:
         """
         topic, partition = records[0].topic, records[0].partition
         timer = StepTimer()
-        with timer.step("decode"):
-            decoded = decode_records(
-                records, store.catalog.specs(), self.settings.max_request_bytes
-            )
-        with timer.step("epochs"):
-            # One round trip for the replicas this chunk names, not one per request.
-            replicas = claimed_replicas(r for _, r in decoded.requests)
-            authority = RESOURCES.issued_epochs(self.settings).authority(replicas)
-            decoded = refuse_unissued(decoded, records, authority)
-        # Before the apply, and never raising for a delivery: a dead letter is published
-        # or recorded as unpublished, once, and the partition moves on either way.
+        decoded, authority = self._decode(store, records, timer)
         kinds: Counter[str] = Counter()
-        with timer.step("dead_letters"):
-            dead_letters = send_dead_letters(
-                RESOURCES.dead_letter_producer(self.settings),
-                RESOURCES.ledger(self.settings),
-                self.settings.dead_letter_topic,
-                decoded.dead_letters,
-                kinds,
-            )
+        dead_letters = self._send_dead_letters(decoded, kinds, timer)
         with timer.step("apply"):
             counts = store.apply_requests(topic, partition, decoded.requests, validated=True)
-        refusing = [name for name, c in counts.items() if c.get("refused")]
-        if refusing:
-            refused = send_refused(
-                RESOURCES.dead_letter_producer(self.settings),
-                self.settings.dead_letter_topic,
-                store,
-                refusing,
-                records,
-            )
-            dead_letters += refused
-            if refused:
-                kinds[REFUSED_KIND] += refused
-        # After the apply: the controller renews leases from these heartbeats and measures
-        # them in the log time of the ticks among them (idempotent).
-        seen_at = int(time.time() * 1000)
-        issued = {replica: epochs.highest for replica, epochs in authority.issued.items()}
-        with timer.step("sightings"):
-            RESOURCES.replica_record(self.settings).record(
-                topic, partition, decoded.requests, seen_at, issued
-            )
+        dead_letters += self._send_refused(store, counts, records, kinds)
+        self._record_sightings(topic, partition, decoded, authority, timer)
         last = records[-1].offset
         rows = [_summary(partition, name, c, last) for name, c in counts.items()]
         control = sum(1 for _, r in decoded.requests if not hasattr(r, "collection"))
@@ -214,6 +179,74 @@ class PartitionApplier:
             )
         )
         return rows
+
+    def _decode(
+        self, store: StoreWriter, records: list[KafkaRecord], timer: StepTimer
+    ) -> tuple[Decoded, EpochAuthority]:
+        """The chunk's valid requests of issued epochs (the rest dead letters), and the
+        epochs the controller issued to the replicas they name."""
+        with timer.step("decode"):
+            decoded = decode_records(
+                records, store.catalog.specs(), self.settings.max_request_bytes
+            )
+        with timer.step("epochs"):
+            # One round trip for the replicas this chunk names, not one per request.
+            replicas = claimed_replicas(r for _, r in decoded.requests)
+            authority = RESOURCES.issued_epochs(self.settings).authority(replicas)
+            decoded = refuse_unissued(decoded, records, authority)
+        return decoded, authority
+
+    def _send_dead_letters(self, decoded: Decoded, kinds: Counter[str], timer: StepTimer) -> int:
+        """Publishes (or records as unpublished) the chunk's dead letters; how many."""
+        # Before the apply, and never raising for a delivery: a dead letter is published
+        # or recorded as unpublished, once, and the partition moves on either way.
+        with timer.step("dead_letters"):
+            return send_dead_letters(
+                RESOURCES.dead_letter_producer(self.settings),
+                RESOURCES.ledger(self.settings),
+                self.settings.dead_letter_topic,
+                decoded.dead_letters,
+                kinds,
+            )
+
+    def _send_refused(
+        self,
+        store: StoreWriter,
+        counts: Mapping[str, Mapping[str, int]],
+        records: list[KafkaRecord],
+        kinds: Counter[str],
+    ) -> int:
+        """Publishes the dead letters of the appends the store refused; how many."""
+        refusing = [name for name, c in counts.items() if c.get("refused")]
+        if not refusing:
+            return 0
+        refused = send_refused(
+            RESOURCES.dead_letter_producer(self.settings),
+            self.settings.dead_letter_topic,
+            store,
+            refusing,
+            records,
+        )
+        if refused:
+            kinds[REFUSED_KIND] += refused
+        return refused
+
+    def _record_sightings(
+        self,
+        topic: str,
+        partition: int,
+        decoded: Decoded,
+        authority: EpochAuthority,
+        timer: StepTimer,
+    ) -> None:
+        # After the apply: the controller renews leases from these heartbeats and measures
+        # them in the log time of the ticks among them (idempotent).
+        seen_at = int(time.time() * 1000)
+        issued = {replica: epochs.highest for replica, epochs in authority.issued.items()}
+        with timer.step("sightings"):
+            RESOURCES.replica_record(self.settings).record(
+                topic, partition, decoded.requests, seen_at, issued
+            )
 
 
 def _summary(
