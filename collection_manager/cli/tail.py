@@ -12,45 +12,40 @@ A bucketed collection has a time per bucket and no order across them: its newest
 changes are the newest by the clocks the logs record, printed with their bucket and the
 cut the read went through (``as_of``), which ``--since`` takes back to go on after it; with
 ``--since``, the first ``-n`` in bucket order (``at_most``).
+
+Beside this module: ``cli/tail_since.py`` takes ``--since`` apart and cuts a bucketed read
+back to ``-n``, ``cli/tail_follow.py`` follows (``-f``), ``cli/tail_views.py`` renders.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import signal
-import time
-from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 
 from collection_manager.cli.deprecated import add_deprecated_option
-from collection_manager.cli.output import (
-    add_format_option,
-    collection_spec,
-    show,
-    tsv_line,
-)
+from collection_manager.cli.output import add_format_option, collection_spec, show
 from collection_manager.cli.stores import store_from_env
+from collection_manager.cli.tail_follow import FOLLOW_POLL_S, follow, follow_cut
+from collection_manager.cli.tail_since import (
+    at_least,
+    at_most,
+    duration_ms,
+    parse_since,
+    since_argument,
+)
 from collection_manager.cli.tail_views import (
-    cut_tail_cells,
-    cut_tail_columns,
     cut_tail_json,
     cut_tail_table,
     newest_table,
-    tail_columns,
     tail_json,
     tail_table,
 )
-from collection_manager.config.errors import UsageError
-from collection_manager.core.cut import Cut, CutError
+from collection_manager.core.cut import Cut
 from collection_manager.core.names import check_collection_name
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.reads import CutChanges
 from collection_manager.storage.store import LogEntry, RedisStore
 
-FOLLOW_POLL_S = 0.5
 DEFAULT_COUNT = 10
 EXAMPLE_BUCKETED = "frontiers_by_replica"
 EXAMPLE_LOG = [
@@ -58,16 +53,6 @@ EXAMPLE_LOG = [
     LogEntry(41, ("r1", "u1", 0, 41), 1),
 ]
 EXAMPLE_CUT_LOG = CutChanges([(1, entry) for entry in EXAMPLE_LOG], Cut((12, 41, 7, 9)))
-
-# A duration's units, in ms.
-DURATION_UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-DURATION_SHAPE = "a duration: a whole number and a unit, s, m, h or d (30s, 5m, 2h, 1d)"
-SINCE_SHAPE = (
-    "a time (0 or more), or for a bucketed collection a cut as its as_of prints it: a time "
-    f"per bucket joined by commas, such as 12,40,7; or {DURATION_SHAPE}"
-)
-# What looks like a duration, with a unit we may not take (1.5h, 10ms, 1w).
-_DURATION = re.compile(r"(\d+(?:\.\d*)?)\s*([a-zA-Z]+)")
 
 
 def count_argument(text: str) -> int:
@@ -78,62 +63,6 @@ def count_argument(text: str) -> int:
     return value
 
 
-def duration_ms(text: str) -> int | None:
-    """The ms of a duration (``30s``, ``5m``, ``2h``, ``1d``); None when ``text`` is not
-    shaped as one (a time, a cut).
-
-    Raises:
-        argparse.ArgumentTypeError: when it is shaped as one, in a unit not taken.
-    """
-    shaped = _DURATION.fullmatch(text.strip())
-    if shaped is None:
-        return None
-    count, unit = shaped.groups()
-    if not count.isdigit() or unit not in DURATION_UNITS:
-        raise argparse.ArgumentTypeError(f"give {DURATION_SHAPE}, not {text!r}")
-    return int(count) * DURATION_UNITS[unit]
-
-
-def since_argument(text: str) -> str:
-    """An argparse type: a time (0 or later), times joined by commas (a cut), or a duration;
-    whether a time or a cut fits depends on the collection (:func:`parse_since`, once it is
-    known)."""
-    if duration_ms(text) is not None:
-        return text
-    for piece in text.split(","):
-        try:
-            value = int(piece)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"give {SINCE_SHAPE}, not {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"times start at 0, not {value}")
-    return text
-
-
-def parse_since(text: str | None, spec: CollectionSpec) -> int | Cut | None:
-    """``--since`` of ``spec``: a time for an unbucketed collection; for a bucketed one a
-    cut (``0`` alone: its start), whose changes after it are wanted. None: not given.
-
-    Raises:
-        UsageError: when it does not have the shape the collection's reads take.
-    """
-    if text is None:
-        return None
-    if spec.buckets == 1:
-        if "," in text:
-            raise UsageError(
-                f"argument --since: {spec.name} has one bucket: give a time (0 or more), "
-                f"not the cut {text!r}"
-            )
-        return int(text)
-    if text.strip() == "0":
-        return Cut((0,) * spec.buckets)
-    try:
-        return Cut.parse(text, spec.buckets)
-    except CutError as exc:
-        raise UsageError(f"argument --since: {exc}") from None
-
-
 def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_: str) -> None:
     """Adds ``collections tail`` to the ``collections`` group's ``actions``."""
     tail = actions.add_parser(
@@ -141,6 +70,29 @@ def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_
         help="a collection's newest changes (time, row, diff), or those since a time",
     )
     tail.add_argument("collection", help=help_)
+    _add_count_and_since(tail)
+    tail.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="then print new changes as they come, one per line (JSON lines with --format "
+        f"json), asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C or SIGTERM (exit 0)",
+    )
+    add_deprecated_option(tail, "collections tail --limit", "count", type=count_argument)
+    add_format_option(
+        tail,
+        {
+            "collections tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG),
+            f"collections tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(
+                bucketed, EXAMPLE_CUT_LOG
+            ),
+        },
+    )
+    tail.set_defaults(run=run_tail)
+
+
+def _add_count_and_since(tail: argparse.ArgumentParser) -> None:
+    """``-n`` and ``--since``: which changes are printed, or printed before following."""
     tail.add_argument(
         "-n",
         dest="count",
@@ -162,45 +114,6 @@ def add_tail(actions: Any, spec: CollectionSpec, bucketed: CollectionSpec, help_
         "or a duration, a whole number of s, m, h or d (30s, 5m, 2h, 1d): the changes "
         "applied in the last one, by Redis's clock; with -f, every change from there on",
     )
-    tail.add_argument(
-        "-f",
-        "--follow",
-        action="store_true",
-        help="then print new changes as they come, one per line (JSON lines with --format "
-        f"json), asking Redis every {FOLLOW_POLL_S:g} s, until Ctrl-C or SIGTERM (exit 0)",
-    )
-    add_deprecated_option(tail, "collections tail --limit", "count", type=count_argument)
-    add_format_option(
-        tail,
-        {
-            "collections tail compute_frontiers --since 41": tail_json(spec, EXAMPLE_LOG),
-            f"collections tail {EXAMPLE_BUCKETED} --since 12,40,7,9": cut_tail_json(
-                bucketed, EXAMPLE_CUT_LOG
-            ),
-        },
-    )
-    tail.set_defaults(run=run_tail)
-
-
-def at_least(changes: CutChanges, since: Cut) -> CutChanges:
-    """``changes`` reaching ``since`` at least in every bucket: where a bucket's readable
-    time is still behind the cut asked for (a query's cut during a delete in progress, a
-    cut typed ahead), going on from the cut returned reads nothing of it twice."""
-    times = zip(changes.cut.times, since.times, strict=True)
-    return CutChanges(changes.changes, Cut(tuple(max(pair) for pair in times)))
-
-
-def at_most(changes: CutChanges, count: int) -> CutChanges:
-    """The first ``count`` of ``changes`` (bucket order, each bucket's oldest first) and
-    the cut to go on after them: a bucket keeps the cut read through, or stops just before
-    its first change left out. A time cut short is then read again whole by the next read:
-    a cut holds whole times only."""
-    if len(changes.changes) <= count:
-        return changes
-    reached = list(changes.cut.times)
-    for bucket, change in reversed(changes.changes[count:]):
-        reached[bucket] = change.time - 1
-    return CutChanges(changes.changes[:count], Cut(tuple(reached)))
 
 
 def _store() -> RedisStore:
@@ -260,83 +173,3 @@ def _tail_cut(
     table = cut_tail_table(spec, changes, given, max(args.count, 1))
     show(args.format, cut_tail_json(spec, changes), table, headers=headers)
     return 0
-
-
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-def _change_line(spec: CollectionSpec, entry: LogEntry, fmt: str) -> str:
-    if fmt == "json":
-        # One line per change (JSON lines), for `jq` and line-reading scripts.
-        return json.dumps(tail_json(spec, [entry])[0], default=str)
-    return tsv_line([entry.time, *entry.row, entry.diff], "null")
-
-
-def follow(
-    store: RedisStore,
-    spec: CollectionSpec,
-    since: int,
-    fmt: str,
-    headers: bool = True,
-    first: Sequence[LogEntry] = (),
-) -> int:
-    """Prints ``first`` (the newest changes), then each change at a time >= ``since`` as a
-    line, as it becomes readable, until Ctrl-C; exits 0 then.
-
-    A time becomes readable once every change at it is in the log (a delete in steps
-    writes its changes first), so each poll reads whole times, and the next starts after
-    the last time printed: nothing is printed twice or skipped. A poll reads only what is
-    new since the last one.
-    """
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` ends it as Ctrl-C does
-    if fmt != "json" and headers:  # a table cannot grow line by line: tab-separated lines
-        print(tsv_line(tail_columns(spec)), flush=True)
-    if first:
-        print("\n".join(_change_line(spec, entry, fmt) for entry in first), flush=True)
-    try:
-        while True:
-            for entry in store.reader.tail(spec.name, since):
-                print(_change_line(spec, entry, fmt), flush=True)
-                since = entry.time + 1
-            time.sleep(FOLLOW_POLL_S)
-    except KeyboardInterrupt:
-        return 0  # the way to stop following, not a failure
-
-
-def _cut_lines(spec: CollectionSpec, changes: CutChanges, fmt: str) -> list[str]:
-    if fmt == "json":
-        return [json.dumps(entry, default=str) for entry in cut_tail_json(spec, changes)]
-    return [tsv_line(cells, "null") for cells in cut_tail_cells(changes)]
-
-
-def follow_cut(
-    store: RedisStore,
-    spec: CollectionSpec,
-    since: Cut,
-    fmt: str,
-    headers: bool = True,
-    first: CutChanges | None = None,
-) -> int:
-    """``follow`` of a bucketed collection: prints ``first`` (each bucket's newest), then
-    each poll the changes between the cut it went on from and the consistent cut now
-    (``tail_buckets``), each with its bucket and that cut (``as_of``), and goes on from
-    there: a change is printed once, and a group sent to several buckets only once the cut
-    holds all of it. ``since`` is the cut to go on after.
-    """
-    reached = since
-    signal.signal(signal.SIGTERM, _interrupt)
-    if fmt != "json" and headers:
-        print(tsv_line(cut_tail_columns(spec)), flush=True)
-    if first is not None and first.changes:
-        print("\n".join(_cut_lines(spec, first, fmt)), flush=True)
-    try:
-        while True:
-            changes = at_least(store.tail_buckets(spec.name, reached), reached)
-            lines = _cut_lines(spec, changes, fmt)
-            if lines:  # one write per poll
-                print("\n".join(lines), flush=True)
-            reached = changes.cut
-            time.sleep(FOLLOW_POLL_S)
-    except KeyboardInterrupt:
-        return 0

@@ -1,6 +1,7 @@
 """How ``collections tail`` shows changes: as JSON objects or as a table, for an unbucketed
 collection (time, row, diff) and a bucketed one (bucket, time, row, diff, and the cut the
-read went through). Pure: values in, values out; ``cli/tail.py`` reads and prints.
+read went through). Pure: values in, values out; ``cli/tail.py`` and ``cli/tail_follow.py``
+read and print.
 """
 
 from __future__ import annotations

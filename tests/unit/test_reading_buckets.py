@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from collection_manager.cli.query import query_json, query_table
-from collection_manager.cli.tail import at_least, parse_since, since_argument
+from collection_manager.cli.tail_since import at_least, parse_since, since_argument
 from collection_manager.cli.tail_views import cut_tail_json, cut_tail_table
 from collection_manager.config.errors import UsageError
 from collection_manager.core.buckets import bucket_of

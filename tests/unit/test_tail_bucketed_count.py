@@ -4,7 +4,7 @@ order with the cut to go on after them (pure: no Redis)."""
 
 from __future__ import annotations
 
-from collection_manager.cli.tail import at_most
+from collection_manager.cli.tail_since import at_most
 from collection_manager.cli.tail_views import cut_tail_table
 from collection_manager.core.cut import Cut
 from collection_manager.core.specs import CollectionSpec

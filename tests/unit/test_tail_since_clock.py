@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from collection_manager.cli.tail import DURATION_UNITS, duration_ms, since_argument
+from collection_manager.cli.tail_since import DURATION_UNITS, duration_ms, since_argument
 from collection_manager.storage.change_log import ChangeLog, entry_clock
 from collection_manager.storage.keys import LOG_CLOCK_FIELD, LOG_DIFFS_FIELD, LOG_ROWS_FIELD
 from collection_manager.storage.log_clock import MAX_PROBES
