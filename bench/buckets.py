@@ -6,7 +6,7 @@ one primary and one Kafka key), a fresh topic of ``--partitions`` partitions, an
 same load, one count after the other in one run, on one local Redis Cluster of
 ``--masters`` primaries (``devservices/redis_cluster.py``) and one Spark session on
 ``--master``. The consumer is ``start_consumer`` as the other end-to-end benchmarks run
-it, supervised as ``consume`` supervises it (``spark_consumers.run.watch``: its timer
+it, supervised as ``consume`` supervises it (``spark_consumers.query_watch.watch``: its timer
 settles the cuts of bucketed collections about twice a second and records the progress).
 
 Load: ``--replicas`` simulated replicas, each keeping ``--keys`` rows and sending appends
@@ -112,8 +112,8 @@ from producers.routing import key_for, partition_for
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
 from spark_consumers.job import start_consumer
+from spark_consumers.query_watch import QuerySupervision, watch
 from spark_consumers.retraction_timer import RetractionTimer
-from spark_consumers.run import watch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -424,10 +424,12 @@ def supervised_consumer(
         )
         timer.start()
         stop = threading.Event()
+        supervision = QuerySupervision(
+            redis_url=endpoints.redis_url, topic=topic, timer=timer, trigger_interval_ms=trigger_ms
+        )
         supervisor = threading.Thread(
             target=watch,
-            args=(query, stop, None, endpoints.redis_url, timer),
-            kwargs={"trigger_interval_ms": trigger_ms, "topic": topic},
+            args=(query, stop, supervision),
             name="consumer-supervisor",
             daemon=True,
         )

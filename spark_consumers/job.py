@@ -25,10 +25,11 @@ from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionA
 from spark_consumers.dead_letters import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
-from spark_consumers.startup import DriverProgress, plan_start
+from spark_consumers.startup import DriverProgress, StartPlan, plan_start
 from spark_consumers.steps import StepTimer
 
 if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -107,6 +108,26 @@ def start_consumer(
         ConfigError: when the replica acknowledgements asked for are out of bounds.
         ProgressMismatchError: when Redis's progress is of another Kafka cluster.
     """
+    checkpoint_dir = _checked_checkpoint_dir(config)
+    # Read once here, shipped to the executors: the dead-letter producer must accept
+    # anything the request topic holds.
+    max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
+    admin = admin_client(bootstrap)
+    plan = _planned_start(spark, checkpoint_dir, config.topic, admin, redis_url)
+    applied = _applied(spark, config, bootstrap, redis_url, replica_namespace, max_bytes, plan)
+    acks, ack_timeout_ms = config.redis_replica_acks, config.redis_replica_ack_timeout_ms
+    driver = DriverProgress(redis_url, admin, config.topic, plan, acks, ack_timeout_ms)
+    on_batch = _batch_handler(driver, redis_url, config.topic, batch_done, replicas_refused)
+    return _started(applied, on_batch, checkpoint_dir, config.trigger_interval_ms)
+
+
+def _checked_checkpoint_dir(config: ConsumerConfig) -> str:
+    """The config's checkpoint directory, once the config is one the consumer can start with.
+
+    Raises:
+        ConsumerError: when no checkpoint directory is set (see ``with_checkpoint``).
+        ConfigError: when the replica acknowledgements asked for are out of bounds.
+    """
     if config.checkpoint_dir is None:
         raise ConsumerError("the consumer needs a checkpoint directory (with_checkpoint)")
     if config.redis_replica_acks < 0 or config.redis_replica_ack_timeout_ms < 1:
@@ -115,15 +136,30 @@ def start_consumer(
             f"least 1 (got {config.redis_replica_acks} and "
             f"{config.redis_replica_ack_timeout_ms})"
         )
-    # Read once here, shipped to the executors: the dead-letter producer must accept
-    # anything the request topic holds.
-    max_bytes = dead_letter_max_bytes(bootstrap, config.topic, config.dead_letter_topic)
-    admin = admin_client(bootstrap)
+    return config.checkpoint_dir
+
+
+def _planned_start(
+    spark: SparkSession, checkpoint_dir: str, topic: str, admin: AdminClient, redis_url: str
+) -> StartPlan:
+    """Where the query starts (``spark_consumers/startup.py``), over a Redis client of its own."""
     client = redis_client(redis_url, socket_connect_timeout=5)
     try:
-        plan = plan_start(spark, config.checkpoint_dir, config.topic, admin, client)
+        return plan_start(spark, checkpoint_dir, topic, admin, client)
     finally:
         client.close()
+
+
+def _applied(
+    spark: SparkSession,
+    config: ConsumerConfig,
+    bootstrap: str,
+    redis_url: str,
+    replica_namespace: str,
+    max_bytes: int,
+    plan: StartPlan,
+) -> DataFrame:
+    """The request topic applied on the executors: one summary row per collection and task."""
     infra = from_env(InfraConfig)
     settings = ExecutorSettings.of(
         config,
@@ -146,15 +182,17 @@ def start_consumer(
     # Adaptive execution does not apply to a stream; left on, Spark warns so at every start.
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     applier = PartitionApplier(settings)
-    applied = stream.coalesce(tasks).mapInPandas(applier, schema=SUMMARY_SCHEMA)
-    driver = DriverProgress(
-        redis_url,
-        admin,
-        config.topic,
-        plan,
-        config.redis_replica_acks,
-        config.redis_replica_ack_timeout_ms,
-    )
+    return stream.coalesce(tasks).mapInPandas(applier, schema=SUMMARY_SCHEMA)
+
+
+def _batch_handler(
+    driver: DriverProgress,
+    redis_url: str,
+    topic: str,
+    batch_done: Callable[[BatchMetrics, float], None] | None,
+    replicas_refused: Callable[[], None] | None,
+) -> Callable[[DataFrame, int], None]:
+    """``foreachBatch``'s function: it runs the batch (``collect``), then records it."""
 
     def on_batch(summaries: DataFrame, batch_id: int) -> None:
         began = time.monotonic()
@@ -174,14 +212,24 @@ def start_consumer(
             raise
         metrics = BatchMetrics.of(batch_id, rows)
         with timer.step("record"):
-            record_batch(redis_url, config.topic, metrics)
+            record_batch(redis_url, topic, metrics)
         if batch_done is not None:
             batch_done(metrics.with_driver_steps(timer.micros), time.monotonic() - began)
 
+    return on_batch
+
+
+def _started(
+    applied: DataFrame,
+    on_batch: Callable[[DataFrame, int], None],
+    checkpoint_dir: str,
+    trigger_interval_ms: int,
+) -> StreamingQuery:
+    """The streaming query started: ``on_batch`` for each micro-batch of ``applied``."""
     return (
         applied.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(config.checkpoint_dir))
-        .trigger(processingTime=f"{config.trigger_interval_ms} milliseconds")
+        .option("checkpointLocation", checkpoint_dir)
+        .trigger(processingTime=f"{trigger_interval_ms} milliseconds")
         .queryName("collection-manager-consumer")
         .start()
     )

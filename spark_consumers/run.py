@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
-import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from py4j.protocol import Py4JError
@@ -20,23 +18,21 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.kafka.errors import TopicConfigError
 from collection_manager.kafka.group_offsets import GroupOffsets
 from collection_manager.kafka.topics import await_topic
-from collection_manager.storage.catalog import Catalog
 from collection_manager.storage.claims import ClaimLostError, ConsumerClaim, Holder
-from collection_manager.storage.client import REDIS_FAULTS, connected_client, redis_client
+from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
-from collection_manager.storage.library import install, library_name
+from collection_manager.storage.library import library_name
 from collection_manager.storage.replication import Durability
-from collection_manager.storage.writes import StoreWriter
-from schemas.introspection import introspection_specs
 from spark_consumers.broker_probe import BrokerProbe
-from spark_consumers.errors import ConsumerError, fault_text, reduced_message
+from spark_consumers.errors import ConsumerError, fault_text
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
-from spark_consumers.metrics import BatchMetrics, read_offsets, record_progress
+from spark_consumers.metrics import BatchMetrics
+from spark_consumers.query_watch import QuerySupervision, watch
 from spark_consumers.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
+from spark_consumers.store_setup import prepared_store
 from spark_consumers.supervision import Outage, until_done
-from spark_consumers.ttl_clock import ttl_clock_ms
 
 # What the consumer waits out instead of ending: services that do not answer or fail a call,
 # a topic that is missing (deleted, to be created again), and a streaming query that stopped
@@ -54,13 +50,7 @@ TRANSIENT_FAULTS: tuple[type[BaseException], ...] = (
 
 logger = logging.getLogger(__name__)
 
-
-def ensure_introspection_collections(store: Catalog) -> None:
-    """Creates the built-in introspection collections that do not exist yet."""
-    existing = set(store.collections())
-    for spec in introspection_specs():
-        if spec.name not in existing:
-            store.create_collection(spec)
+T = TypeVar("T")
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -72,98 +62,6 @@ def stop_on_signals(stop: threading.Event) -> None:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-
-
-def _as_dict(progress: Any) -> dict[str, Any]:
-    # PySpark 4 returns a StreamingQueryProgress; its JSON is the stable, documented form.
-    if progress is None:
-        return {}
-    return dict(json.loads(progress.json)) if hasattr(progress, "json") else dict(progress)
-
-
-def watch(
-    query: Any,
-    stop: threading.Event,
-    duration_s: float | None = None,
-    redis_url: str = "",
-    timer: RetractionTimer | None = None,
-    on_progress: Callable[[], None] | None = None,
-    outage: Outage | None = None,
-    trigger_interval_ms: int = 0,
-    topic: str = "",
-    observed: ConsumerObservability | None = None,
-) -> None:
-    """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
-
-    Meanwhile it ticks ``timer`` about every 0.5 s, with the TTL clock of the query's
-    progress and status and of ``outage`` (``spark_consumers/ttl_clock.py``), and tells
-    ``observed`` of each round and each progress.
-
-    Stopping interrupts the running micro-batch between two atomic store calls: what was
-    applied is recorded in the watermarks, and the restarted query replays the rest.
-
-    Raises:
-        ConsumerError: when the query stopped with an error.
-    """
-    deadline = None if duration_s is None else time.monotonic() + duration_s
-    last_batch = last_progress = None
-    if observed is not None:
-        observed.query_running(True)
-    try:
-        while not stop.is_set() and query.isActive:
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            query.awaitTermination(0.5)
-            progress = _as_dict(query.lastProgress)
-            if timer is not None:
-                ended = None if outage is None else outage.ended_ms()
-                status, now_ms = dict(query.status), int(time.time() * 1000)
-                clock = ttl_clock_ms(progress, status, now_ms, trigger_interval_ms, ended)
-                retracted = timer.tick(clock)
-                settled = timer.settle_cuts(clock)
-                if observed is not None:
-                    observed.timer_retracted(retracted)
-                    observed.cuts_settled(settled)
-            if observed is not None:
-                observed.beat()
-            # An idle trigger reports progress too (a new timestamp, the same batch id).
-            if progress and progress.get("timestamp") != last_progress:
-                last_progress = progress.get("timestamp")
-                if observed is not None:
-                    observed.progress(read_offsets(progress))
-            if redis_url and progress and progress.get("batchId") != last_batch:
-                last_batch = progress.get("batchId")
-                record_progress(redis_url, topic, progress)
-                if on_progress is not None:
-                    on_progress()
-    finally:
-        if observed is not None:
-            observed.query_running(False)
-        stop_between_batches(query)
-    if query.exception() is not None:
-        failure = reduced_message(str(query.exception()))
-        raise ConsumerError(f"the consumer's streaming query failed: {failure}")
-
-
-def stop_between_batches(query: Any, patience_s: float = 30.0) -> None:
-    """Stops the query, between two micro-batches when one ends within ``patience_s``.
-
-    ``query.stop()`` interrupts a running batch, and py4j then logs the interrupted
-    ``foreachBatch`` call as an ERROR with a traceback, although nothing is wrong: what was
-    applied is recorded, and the next start replays the rest. Waiting for the running batch
-    to end avoids the interruption; when a batch runs too long, the interruption is expected,
-    and py4j's error line about it is left out.
-    """
-    deadline = time.monotonic() + patience_s
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    py4j = logging.getLogger("py4j.clientserver")
-    level = py4j.level
-    py4j.setLevel(logging.CRITICAL)
-    try:
-        query.stop()
-    finally:
-        py4j.setLevel(level)
 
 
 def run_consumer(
@@ -195,6 +93,19 @@ def run_consumer(
             metrics and health listener (None without one): the CLI's ready line.
     """
     # First: a listen address that is taken ends the command before anything started.
+    observed = _started_observability(config, endpoints)
+    run = _ConsumerRun(config, endpoints, observed, duration_s)
+    try:
+        if not run.consume(spark_config, infra_config, replica_namespace, ready):
+            return  # stopped before the query: a claim lost meanwhile is not raised
+    finally:
+        run.close()
+    if run.lost:
+        raise ClaimLostError(config.topic, run.lost[0], run.claim.expiry_s)
+
+
+def _started_observability(config: ConsumerConfig, endpoints: Any) -> ConsumerObservability:
+    """The consumer's metrics and health, listening (a listen address that is taken raises)."""
     observed = ConsumerObservability(
         config.topic,
         endpoints.kafka_bootstrap,
@@ -203,93 +114,148 @@ def run_consumer(
     ).start()
     if observed.url:
         logger.info("metrics and health at %s (/metrics, /healthz, /readyz)", observed.url)
-    stop = threading.Event()
-    stop_on_signals(stop)
-    deadline = threading.Timer(duration_s or 0, stop.set)
-    if duration_s is not None:
-        deadline.start()
-    outage = Outage(
-        endpoints.redis_url,
-        config.topic,
-        report=lambda ongoing: observed.outage(ongoing, retried=ongoing),
-    )
-    probe = BrokerProbe(endpoints.kafka_bootstrap, outage)
-    claim, lost = ConsumerClaim(config.topic), list[Holder]()
+    return observed
 
-    def taken_over(holder: Holder) -> None:  # from the heartbeat's thread
-        lost.append(holder)
-        stop.set()
 
-    heartbeat: Heartbeat | None = None
-    group = (
-        GroupOffsets(endpoints.kafka_bootstrap, config.topic, config.commit_group)
-        if config.commit_group
-        else None
-    )
-    try:
-        if not until_done(lambda: _claim(claim, endpoints.redis_url, observed), outage, stop,
-                          TRANSIENT_FAULTS):  # fmt: skip
-            return
-        heartbeat = Heartbeat(
+class _ConsumerRun:
+    """What one run of the consumer holds from its start to its end, and releases at its end.
+
+    ``consume`` first readies what the query needs, before Spark (the claim, Redis, the
+    topic, the retraction timer), then runs the query, started again after each outage;
+    each step waits out the ``TRANSIENT_FAULTS`` and gives up only when ``stop`` is set
+    (by SIGTERM/SIGINT, ``duration_s`` or a claim taken over). ``close`` releases it all.
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        endpoints: Any,
+        observed: ConsumerObservability,
+        duration_s: float | None,
+    ) -> None:
+        self._config, self._endpoints, self._observed = config, endpoints, observed
+        self._stop = threading.Event()
+        stop_on_signals(self._stop)
+        self._deadline = threading.Timer(duration_s or 0, self._stop.set)
+        if duration_s is not None:
+            self._deadline.start()
+        self._outage = Outage(
             endpoints.redis_url,
+            config.topic,
+            report=lambda ongoing: observed.outage(ongoing, retried=ongoing),
+        )
+        self._probe = BrokerProbe(endpoints.kafka_bootstrap, self._outage)
+        self.claim, self.lost = ConsumerClaim(config.topic), list[Holder]()
+        self._heartbeat: Heartbeat | None = None
+        self._group = (
+            GroupOffsets(endpoints.kafka_bootstrap, config.topic, config.commit_group)
+            if config.commit_group
+            else None
+        )
+
+    def _until_done(self, attempt: Callable[[], T]) -> T | None:
+        return until_done(attempt, self._outage, self._stop, TRANSIENT_FAULTS)
+
+    def _taken_over(self, holder: Holder) -> None:  # from the heartbeat's thread
+        self.lost.append(holder)
+        self._stop.set()
+
+    def consume(
+        self,
+        spark_config: SparkConfig,
+        infra_config: Any,
+        replica_namespace: str,
+        ready: Callable[[str | None], None] | None,
+    ) -> bool:
+        """Readies the query's services, then runs it until ``stop``; False if stopped first."""
+        timer = self._prepare()
+        if timer is None:
+            return False
+        spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
+        config = self._config.with_checkpoint(infra_config)
+        self._run_query(spark, config, replica_namespace, timer, ready)
+        return True
+
+    def _prepare(self) -> RetractionTimer | None:
+        """Claims the topic, readies Redis, awaits the topic and starts the retraction timer.
+
+        Returns the started timer, or None when stopped first.
+        """
+        config, redis_url = self._config, self._endpoints.redis_url
+        if not self._until_done(lambda: _claim(self.claim, redis_url, self._observed)):
+            return None
+        self._heartbeat = Heartbeat(
+            redis_url,
             CONSUMER,
             config.topic,
             library=library_name(),
-            claim=claim,
-            lost=taken_over,
+            claim=self.claim,
+            lost=self._taken_over,
         ).start()
-        store = until_done(
-            lambda: _prepared_store(endpoints.redis_url), outage, stop, TRANSIENT_FAULTS
-        )
+        store = self._until_done(lambda: prepared_store(redis_url))
         partitions = config.topic_partitions if config.create_topic else 0
-        if store is None or not await_topic(
-            endpoints.kafka_bootstrap, config.topic, stop, partitions
-        ):
-            return
-        probe.start()
+        bootstrap = self._endpoints.kafka_bootstrap
+        if store is None or not await_topic(bootstrap, config.topic, self._stop, partitions):
+            return None
+        self._probe.start()
         timer = RetractionTimer(
             store, config.expiration_offset_ms, config.topic, durability=Durability.of(config)
         )
-        if until_done(timer.start, outage, stop, TRANSIENT_FAULTS) is None and stop.is_set():
-            return
-        spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
-        config = config.with_checkpoint(infra_config)
-        while not stop.is_set():
+        if self._until_done(timer.start) is None and self._stop.is_set():
+            return None
+        return timer
+
+    def _run_query(
+        self,
+        spark: Any,
+        config: ConsumerConfig,
+        replica_namespace: str,
+        timer: RetractionTimer,
+        ready: Callable[[str | None], None] | None,
+    ) -> None:
+        """Runs the streaming query until ``stop``, starting it again after each fault."""
+        kafka, redis_url = self._endpoints.kafka_bootstrap, self._endpoints.redis_url
+        observed = self._observed
+        supervision = QuerySupervision(
+            redis_url=redis_url,
+            topic=config.topic,
+            timer=timer,
+            trigger_interval_ms=config.trigger_interval_ms,
+            outage=self._outage,
+            on_progress=self._outage.recovered,
+            observed=observed,
+        )
+        while not self._stop.is_set():
             try:
                 query = start_consumer(
                     spark,
                     config,
-                    endpoints.kafka_bootstrap,
-                    endpoints.redis_url,
+                    kafka,
+                    redis_url,
                     replica_namespace=replica_namespace,
-                    batch_done=_batch_done(observed, group),
+                    batch_done=_batch_done(observed, self._group),
                     replicas_refused=observed.replicas_refused,
                 )
                 logger.info(
-                    "consuming %s from %s into %s",
-                    config.topic,
-                    endpoints.kafka_bootstrap,
-                    redact_url(endpoints.redis_url),
+                    "consuming %s from %s into %s", config.topic, kafka, redact_url(redis_url)
                 )
                 if ready is not None:
                     ready(observed.url)
                     ready = None  # once: a query restarted after an outage is no news
-                watch(
-                    query, stop, None, endpoints.redis_url, timer, outage.recovered,
-                    outage, config.trigger_interval_ms, config.topic, observed,
-                )  # fmt: skip
+                watch(query, self._stop, supervision)
             except TRANSIENT_FAULTS as exc:
-                stop.wait(outage.failed(fault_text(exc)))
-    finally:
-        deadline.cancel()
-        probe.stop()
-        if heartbeat is not None:
-            heartbeat.stop()
-        observed.close()
-        if group is not None:
-            group.close()
-    if lost:
-        raise ClaimLostError(config.topic, lost[0], claim.expiry_s)
+                self._stop.wait(self._outage.failed(fault_text(exc)))
+
+    def close(self) -> None:
+        """Cancels the deadline, stops the probe and the heartbeat, closes the listener and
+        the group's client."""
+        self._deadline.cancel()
+        self._probe.stop()
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        self._observed.close()
+        if self._group is not None:
+            self._group.close()
 
 
 def _claim(claim: ConsumerClaim, redis_url: str, observed: ConsumerObservability) -> bool:
@@ -329,13 +295,3 @@ def _batch_done(
             logger.warning("committing the applied offsets to the group failed: %s", exc)
 
     return done
-
-
-def _prepared_store(redis_url: str) -> StoreWriter:
-    client = connected_client(redis_url)
-    # This version's functions, beside those of other versions (docs/concepts/upgrades.md).
-    install(client)
-    store = StoreWriter(client)
-    ensure_introspection_collections(store.catalog)
-    store.finish_deletes()  # one a stopped consumer left half done becomes readable now
-    return store

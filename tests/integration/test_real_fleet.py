@@ -45,8 +45,8 @@ from producers.embedded import EmbeddedReplica
 from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
 from producers.sources.plugin import SourceCollection, field
 from producers.sources.scrape import canonical_labels
+from spark_consumers.query_watch import QuerySupervision, watch
 from spark_consumers.retraction_timer import RetractionTimer
-from spark_consumers.run import watch
 from tests.integration.consumer_process import run_cli
 from tests.integration.own_services import OwnService
 from tests.integration.spark_query import consumer_query
@@ -115,8 +115,10 @@ def consumer(
         timer = RetractionTimer(RedisStore(redis), 0, topic)
         timer.start()
         stop = threading.Event()
-        kwargs = {"redis_url": url, "timer": timer, "trigger_interval_ms": 200, "topic": topic}
-        loop = threading.Thread(target=watch, args=(query, stop), kwargs=kwargs)
+        supervision = QuerySupervision(
+            redis_url=url, topic=topic, timer=timer, trigger_interval_ms=200
+        )
+        loop = threading.Thread(target=watch, args=(query, stop, supervision))
         loop.start()
         try:
             yield
