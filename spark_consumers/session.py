@@ -113,9 +113,25 @@ def build_spark_session(
     logs = log4j_options(level, verbose, json_lines)
     quiet_py4j(verbose)
     jars = ",".join(str(jar) for jar in connector_jars(infra, extra_packages))
-    builder = SparkSession.builder.master(spark.spark_master)
-    local = spark.spark_master.startswith("local")
-    if not local and spark.spark_ship_environment:
+    builder = _python_workers(SparkSession.builder.master(spark.spark_master), spark, infra)
+    if _local(spark) or _on_loopback(spark.spark_master):
+        builder = _on_this_machine(builder, spark, infra, logs)
+    else:
+        builder = _on_a_cluster(builder, spark, logs)
+    with _jvm_working_dir(infra.state_dir / "spark-driver"):
+        session = _create(builder, spark, app_name, jars, verbose, json_lines)
+    quiet_session(session, level)
+    return session
+
+
+def _local(spark: SparkConfig) -> bool:
+    return spark.spark_master.startswith("local")
+
+
+def _python_workers(builder: Any, spark: SparkConfig, infra: InfraConfig) -> Any:
+    """``builder`` and this process's environment set for the interpreter the Python
+    workers run, and for the ``sys.path`` it starts with."""
+    if not _local(spark) and spark.spark_ship_environment:
         # Executors run the packed environment's interpreter, wherever they are.
         archive = executor_archive(infra.cache_dir)
         builder = builder.config("spark.archives", f"{archive}#{ALIAS}")
@@ -127,34 +143,38 @@ def build_spark_session(
     # PYTHONSAFEPATH (Python >= 3.11) leaves it out. The local JVM, and so its workers,
     # inherits os.environ; executors of a cluster get it through spark.executorEnv.
     os.environ[SAFE_PATH] = "1"
-    if local or _on_loopback(spark.spark_master):
-        # Spark binds to the host's first interface unless told otherwise; keep all of
-        # its traffic (driver, block manager, Python workers) on loopback.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.host", "127.0.0.1").config(
-            "spark.driver.bindAddress", "127.0.0.1"
-        )
-        # On this machine, scratch files go to the state directory, not /tmp (a cluster's
-        # operators choose its local dirs; standalone Workers pass their own to executors).
-        scratch = _scratch_dir(infra.state_dir / "spark-scratch")
-        java_options = f"{spark.spark_java_options} -Djava.io.tmpdir={scratch} {logs}"
-        builder = builder.config("spark.local.dir", str(scratch)).config(
-            "spark.driver.extraJavaOptions", java_options
-        )
-        builder = builder.config(UNIX_SOCKETS, str(unix_sockets_fit(scratch)).lower())
-        # A local cluster's executors run on this machine, where the file is.
-        executor_options = f"{spark.spark_java_options} {logs}"
-    else:
-        # A remote cluster's executors log as its operators configured them.
-        executor_options = spark.spark_java_options
-        builder = builder.config(UNIX_SOCKETS, "true")  # in each machine's java.io.tmpdir
-        driver_options = f"{spark.spark_java_options} {logs}"
-        builder = builder.config("spark.driver.extraJavaOptions", driver_options)
-    builder = builder.config("spark.executor.extraJavaOptions", executor_options)
-    with _jvm_working_dir(infra.state_dir / "spark-driver"):
-        session = _create(builder, spark, app_name, jars, verbose, json_lines)
-    quiet_session(session, level)
-    return session
+    return builder
+
+
+def _on_this_machine(builder: Any, spark: SparkConfig, infra: InfraConfig, logs: str) -> Any:
+    """``builder`` for a local session or a cluster on loopback: ``logs`` (the log4j
+    options) for the driver and the executors."""
+    # Spark binds to the host's first interface unless told otherwise; keep all of
+    # its traffic (driver, block manager, Python workers) on loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = builder.config("spark.driver.host", "127.0.0.1").config(
+        "spark.driver.bindAddress", "127.0.0.1"
+    )
+    # On this machine, scratch files go to the state directory, not /tmp (a cluster's
+    # operators choose its local dirs; standalone Workers pass their own to executors).
+    scratch = _scratch_dir(infra.state_dir / "spark-scratch")
+    java_options = f"{spark.spark_java_options} -Djava.io.tmpdir={scratch} {logs}"
+    builder = builder.config("spark.local.dir", str(scratch)).config(
+        "spark.driver.extraJavaOptions", java_options
+    )
+    builder = builder.config(UNIX_SOCKETS, str(unix_sockets_fit(scratch)).lower())
+    # A local cluster's executors run on this machine, where the file is.
+    executor_options = f"{spark.spark_java_options} {logs}"
+    return builder.config("spark.executor.extraJavaOptions", executor_options)
+
+
+def _on_a_cluster(builder: Any, spark: SparkConfig, logs: str) -> Any:
+    """``builder`` for a remote cluster: ``logs`` (the log4j options) for the driver only."""
+    builder = builder.config(UNIX_SOCKETS, "true")  # in each machine's java.io.tmpdir
+    driver_options = f"{spark.spark_java_options} {logs}"
+    builder = builder.config("spark.driver.extraJavaOptions", driver_options)
+    # A remote cluster's executors log as its operators configured them.
+    return builder.config("spark.executor.extraJavaOptions", spark.spark_java_options)
 
 
 # The JVM talks to its Python workers (and to this driver) over Unix sockets rather than
