@@ -90,10 +90,10 @@ def run_show(args: argparse.Namespace) -> int:
     client = connected_client(endpoints.redis_url)
     try:
         progress = ProgressRecord(client, topic).read()
-        raw = ConsumerStatusRecord(client, topic).read()
+        record = ConsumerStatusRecord(client, topic).read()
     finally:
         client.close()
-    reported = consumer_summary(raw, topic=topic)["lag"] or []
+    reported = consumer_summary(record, topic=topic)["lag"] or []
     lag = {entry["partition"]: entry["lag"] for entry in reported if entry["topic"] == topic}
     table = progress_table(topic, progress, lag)
     show(args.format, progress_json(topic, progress, lag), table, headers=not args.no_headers)

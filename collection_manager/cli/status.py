@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import Any
 
@@ -33,6 +32,7 @@ from collection_manager.reading.status import (
 from collection_manager.reading.status import collection_info as collection_info
 from collection_manager.reading.status import collection_infos as collection_infos
 from collection_manager.storage.client import connected_client
+from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import UnpublishedLetter
 from collection_manager.storage.heartbeats import Liveness
@@ -44,19 +44,18 @@ WAIT_TIMEOUT_S = 120.0
 
 
 EXAMPLE_CONSUMER = consumer_summary(
-    {
-        "batches": "12",
-        "dead_letters": "1",
-        "control_requests": "4",
-        "progress": json.dumps(
-            {
-                "batch_id": 11,
-                "processed_rows_per_s": 250.0,
-                "timestamp": "2025-01-01T12:00:00.000Z",
-                "lag": {"cm.requests:0": 3, "cm.requests:1": 0},
-            }
-        ),
-    }
+    ConsumerRecord(
+        recorded=True,
+        batches=12,
+        dead_letters=1,
+        control_requests=4,
+        progress={
+            "batch_id": 11,
+            "processed_rows_per_s": 250.0,
+            "timestamp": "2025-01-01T12:00:00.000Z",
+            "lag": {"cm.requests:0": 3, "cm.requests:1": 0},
+        },
+    )
 )
 EXAMPLE_UNPUBLISHED = unpublished_summary(
     1,
@@ -167,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         *status_tables(
             report.consumer,
             report.infos,
-            bool(report.raw),
+            report.record.recorded,
             report.unpublished,
             report.others,
             report.controller,

@@ -153,15 +153,14 @@ class Observer:
 
     def consumer(self, end: Mapping[int, int] | None = None) -> ConsumerView:
         """The consumer's counters, rate and lag (against ``end``, default Kafka's now)."""
-        raw = ConsumerStatusRecord(self._redis, self._topic).read()
-        progress = json.loads(raw["progress"]) if "progress" in raw else {}
+        record = ConsumerStatusRecord(self._redis, self._topic).read()
         updates = sum(self.store.stats(c).get("updates", 0) for c in self.collections)
         return ConsumerView(
-            batches=int(raw.get("batches", 0)),
-            requests_per_s=float(progress.get("input_rows_per_s") or 0.0),
+            batches=record.batches,
+            requests_per_s=float(record.progress.get("input_rows_per_s") or 0.0),
             lag=lag(self.end_offsets() if end is None else end, self.position()),
             updates=updates,
-            dead_letters=int(raw.get("dead_letters", 0)),
+            dead_letters=record.dead_letters,
         )
 
     def end_offsets(self) -> Offsets:

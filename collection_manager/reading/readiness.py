@@ -31,7 +31,7 @@ from collection_manager.control.status import ReplicaStatus
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.kafka.lag import end_offsets
 from collection_manager.reading.replicas import read_replicas
-from collection_manager.reading.status import consumer_summary, read_offsets_of
+from collection_manager.reading.status import consumer_summary
 from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.heartbeats import CONSUMER, read_liveness
 
@@ -100,9 +100,9 @@ class _Wait:
     def _waiting_for(self) -> str | None:
         # The consumer's record and heartbeat only: status's lag and collections decide
         # nothing here, and are not read at every poll.
-        raw = ConsumerStatusRecord(self.client, self.topic).read()
+        record = ConsumerStatusRecord(self.client, self.topic).read()
         liveness = read_liveness(self.client, CONSUMER, self.topic)
-        consumer = consumer_summary(raw, topic=self.topic, liveness=liveness)
+        consumer = consumer_summary(record, topic=self.topic, liveness=liveness)
         started = (liveness.last or {}).get("started_ms")
         reason = consumer_waiting(consumer, started) or replicas_waiting(
             read_replicas(self.client, self.namespace)
@@ -113,7 +113,7 @@ class _Wait:
             if not self.kafka_bootstrap:
                 return None  # no Kafka to ask: the processes running is all that is known
             self.target = end_offsets(self.kafka_bootstrap, self.topic)
-        return offsets_waiting(read_offsets_of(raw), self.target)
+        return offsets_waiting(record.read_offsets(), self.target)
 
 
 def wait_until_ready(

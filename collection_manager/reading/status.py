@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,9 +35,8 @@ from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.sinks.spec import SinkSpec
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.lag import lag_now
-from collection_manager.storage import consumer_status as record
 from collection_manager.storage.client import as_text
-from collection_manager.storage.consumer_status import ConsumerStatusRecord
+from collection_manager.storage.consumer_status import ConsumerRecord, ConsumerStatusRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.heartbeats import (
@@ -54,7 +52,8 @@ from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
 
-TOTALS = (record.BATCHES, record.DEAD_LETTERS, record.CONTROL_REQUESTS)
+# The consumer's running totals, as status's JSON names them.
+TOTALS = ("batches", "dead_letters", "control_requests")
 # How many of the newest unpublished dead letters status shows.
 UNPUBLISHED_SHOWN = 5
 UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error", "reason")
@@ -112,14 +111,6 @@ def collection_infos(store: RedisStore) -> list[CollectionInfo]:
     return infos
 
 
-def _json_object(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:  # written by another version: show what can be shown
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
     entries = []
     for key, behind in lag.items():
@@ -127,12 +118,6 @@ def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
         if partition.isdigit():
             entries.append({"topic": topic, "partition": int(partition), "lag": int(behind)})
     return sorted(entries, key=lambda e: (e["topic"], e["partition"]))
-
-
-def read_offsets_of(raw: Mapping[str, str]) -> dict[str, int]:
-    """What the consumer's last batch read up to, per ``topic:partition``."""
-    read = _json_object(raw.get("progress")).get("read") or {}
-    return {key: int(offset) for key, offset in read.items()}
 
 
 # Why the lag is unknown, per state of Kafka other than reachable.
@@ -146,7 +131,7 @@ _KAFKA_DETAILS = {
 
 
 def consumer_summary(
-    raw: Mapping[str, str],
+    record: ConsumerRecord,
     lag_now: Mapping[str, int] | None = None,
     kafka: str = "reachable",
     topic: str = "cm.requests",
@@ -165,28 +150,30 @@ def consumer_summary(
             the state is ``stopped`` (since its last beat) or ``unknown`` (it never beat),
             whatever state it last wrote.
     """
-    progress = _json_object(raw.get(record.PROGRESS))
+    progress = record.progress
     lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     known = kafka == "reachable"
     last = (liveness.last if liveness else None) or {}
     summary = {
         "topic": topic,
-        **_state(_json_object(raw.get(record.HEALTH)), progress, liveness),
+        **_state(record.health, progress, liveness),
         "last_seen_ms": last.get("at_ms"),
         "pid": last.get("pid"),
         "host": last.get("host"),
         "kafka": kafka,
         "kafka_detail": None if known else _KAFKA_DETAILS.get(kafka, kafka),
-        **{name: int(raw.get(name, 0)) for name in TOTALS},
+        "batches": record.batches,
+        "dead_letters": record.dead_letters,
+        "control_requests": record.control_requests,
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
         "last_batch_id": progress.get("batch_id"),
         "last_progress_ms": _epoch_ms(progress.get("timestamp")),
         "lag_total": sum(entry["lag"] for entry in lag) if known else None,
         "lag": lag if known else None,
         # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
-        "rewinds": int(raw.get(record.REWINDS, 0)),
-        "topic_recreations": int(raw.get(record.TOPIC_RECREATIONS, 0)),
-        "last_rewind": _json_object(raw.get(record.LAST_REWIND)) or None,
+        "rewinds": record.rewinds,
+        "topic_recreations": record.topic_recreations,
+        "last_rewind": record.last_rewind or None,
     }
     lag_entries = summary["lag"]
     if lag_entries is not None:
@@ -292,15 +279,15 @@ def _epoch_ms(iso: object) -> int | None:
 
 @dataclasses.dataclass(frozen=True)
 class StatusReport:
-    """What ``status`` shows: ``raw`` is the consumer's record as Redis holds it (empty:
-    it recorded nothing yet), ``others`` the topics of the other consumers recorded there."""
+    """What ``status`` shows: ``record`` is the consumer's record as Redis holds it,
+    ``others`` the topics of the other consumers recorded there."""
 
     consumer: dict[str, Any]
     controller: dict[str, Any]
     unpublished: dict[str, Any]
     infos: list[CollectionInfo]
     others: list[str]
-    raw: dict[str, str]
+    record: ConsumerRecord
     sinks: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
@@ -326,7 +313,7 @@ def read_status(
         services_file: the record of the services ``infra up`` started, which tells a
             local broker that stopped from none configured.
     """
-    raw = ConsumerStatusRecord(client, topic).read()
+    record = ConsumerStatusRecord(client, topic).read()
     recorded = {
         as_text(key).removeprefix(CONSUMER_PREFIX)
         for key in client.scan_iter(CONSUMER_PREFIX + "*")
@@ -340,15 +327,17 @@ def read_status(
         kafka = "not running"
     if kafka_bootstrap:
         try:
-            live = lag_now(kafka_bootstrap, read_offsets_of(raw), topic=topic)
+            live = lag_now(kafka_bootstrap, record.read_offsets(), topic=topic)
             kafka = "reachable"
         except KafkaException as exc:
             logger.info("Kafka did not answer: %s", exc)
             kafka = "unreachable"
-    consumer = consumer_summary(raw, live, kafka, topic, consumer_liveness)
+    consumer = consumer_summary(record, live, kafka, topic, consumer_liveness)
     infos = collection_infos(RedisStore(client))
     others = sorted(recorded - {topic})
-    return StatusReport(consumer, controller, unpublished, infos, others, raw, read_sinks(client))
+    return StatusReport(
+        consumer, controller, unpublished, infos, others, record, read_sinks(client)
+    )
 
 
 def sink_summary(spec: SinkSpec, liveness: Liveness) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from collection_manager.reading.status import (
     sink_summary,
     status_json,
 )
+from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.heartbeats import Liveness
 from collection_manager.storage.reads import Snapshot
@@ -185,7 +186,7 @@ def test_a_missing_field_or_a_broken_bound_is_named_and_extra_fields_are_ignored
 def test_the_status_status_prints_is_valid_against_its_schema_and_decodes(kafka: str) -> None:
     counters = dict.fromkeys(SHOWN_COUNTERS, 1)
     plain = CollectionInfo(introspection_spec("compute_frontiers"), 2, 42, counters)
-    consumer = consumer_summary({"batches": "3"}, {"cm.requests:0": 5}, kafka)
+    consumer = consumer_summary(ConsumerRecord.parse({"batches": "3"}), {"cm.requests:0": 5}, kafka)
     for document in (
         status_json(
             EXAMPLE_CONSUMER,

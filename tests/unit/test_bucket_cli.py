@@ -23,6 +23,7 @@ from collection_manager.cli.status import collection_info, consumer_summary, sta
 from collection_manager.cli.status_views import status_tables
 from collection_manager.core.errors import CollectionManagerError, UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import introspection_spec
@@ -237,7 +238,7 @@ def test_an_unbucketed_collections_info_and_json_say_one_bucket() -> None:
 def test_status_shows_the_sums_and_each_buckets_rows_of_bucketed_ones() -> None:
     store = cast(RedisStore, _Store(PLAIN, dataclasses.replace(_bucketed(3), name="b")))
     plain, bucketed = collection_info(store, "sizes"), collection_info(store, "b")
-    consumer = consumer_summary({})
+    consumer = consumer_summary(ConsumerRecord.parse({}))
     tables = status_tables(consumer, [plain, bucketed], recorded=False)
     collections, per_bucket = tables[-2], tables[-1]
     assert [row[:3] for row in collections.rows] == [("sizes", 0, 1), ("b", 30, 6)]

@@ -27,6 +27,7 @@ from collection_manager.core.requests import Append, Delete, Fence, Heartbeat
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.partitioning import java_partition
 from collection_manager.storage.catalog import catalog_record, spec_of
+from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.store import RedisStore
 from producers.batching import PublishedState
 from producers.routing import messages_for, partition_for, produce
@@ -270,12 +271,12 @@ def test_status_states_the_collections_on_fewer_partitions_than_buckets() -> Non
         dataclasses.replace(PLAIN, name="hashed", buckets=4),
     )
     infos = [collection_info(cast(RedisStore, store), n) for n in ("few", "enough", "hashed")]
-    tables = status_tables(consumer_summary({}), infos, recorded=False)
+    tables = status_tables(consumer_summary(ConsumerRecord.parse({})), infos, recorded=False)
     shared = tables[-1]
     assert shared.title.startswith("bucketed collections on fewer partitions than buckets")
     assert shared.rows == [("few", 8, 4, "t")]
     per_bucket = tables[-2]
     assert {row[-1] for row in per_bucket.rows if row[0] == "hashed"} == {"hash"}
     assert KEY_HASH.startswith("by its keys' hash")
-    alone = status_tables(consumer_summary({}), infos[1:], recorded=False)
+    alone = status_tables(consumer_summary(ConsumerRecord.parse({})), infos[1:], recorded=False)
     assert not alone[-1].title.startswith("bucketed collections on fewer")

@@ -43,6 +43,7 @@ from collection_manager.cli.where import OPERATORS, parse_where
 from collection_manager.control.controller import ReplicaStatus
 from collection_manager.core.errors import FilterError, UnknownCollectionError
 from collection_manager.core.filters import and_, eq, ge, gt, is_null, le, lt, ne, not_, prefix
+from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.heartbeats import Liveness
 from collection_manager.storage.store import LogEntry, Snapshot
@@ -265,7 +266,7 @@ def test_collections_list_and_describe_json() -> None:
 
 
 def test_consumer_summary_of_nothing_recorded() -> None:
-    assert consumer_summary({}, topic="t1") == {
+    assert consumer_summary(ConsumerRecord.parse({}), topic="t1") == {
         "topic": "t1",
         "state": "unknown",
         "state_since_ms": None,
@@ -288,19 +289,22 @@ def test_consumer_summary_of_nothing_recorded() -> None:
         "topic_recreations": 0,
         "last_rewind": None,
     }
-    assert consumer_summary({"batches": "2", "progress": "not json"})["batches"] == 2
+    assert (
+        consumer_summary(ConsumerRecord.parse({"batches": "2", "progress": "not json"}))["batches"]
+        == 2
+    )
 
 
 def test_a_consumer_whose_heartbeat_ran_out_is_stopped_whatever_it_last_wrote() -> None:
     raw = {"health": json.dumps({"state": "running", "since_ms": 5}), "batches": "3"}
     beat = {"at_ms": 1_735_732_800_000, "pid": 7, "host": "h"}
-    alive = consumer_summary(raw, liveness=Liveness(True, beat))
+    alive = consumer_summary(ConsumerRecord.parse(raw), liveness=Liveness(True, beat))
     assert (alive["state"], alive["pid"], alive["last_seen_ms"]) == ("running", 7, beat["at_ms"])
-    dead = consumer_summary(raw, liveness=Liveness(False, beat))
+    dead = consumer_summary(ConsumerRecord.parse(raw), liveness=Liveness(False, beat))
     assert (dead["state"], dead["state_since_ms"]) == ("stopped", beat["at_ms"])
     consumer, *_ = status_tables(dead, [], recorded=True)
     assert consumer.rows[0][0] == "stopped (last seen 2025-01-01 12:00:00Z)"
-    never = consumer_summary(raw, liveness=Liveness(False, None))
+    never = consumer_summary(ConsumerRecord.parse(raw), liveness=Liveness(False, None))
     assert never["state"] == "unknown"
 
 
@@ -319,7 +323,7 @@ def test_the_controller_shows_whether_it_runs_and_its_last_check() -> None:
 def test_with_kafka_unreachable_the_lag_is_unknown_not_stale() -> None:
     progress = {"lag": {"t:0": 4}, "batch_id": 7}
     raw = {"batches": "8", "progress": json.dumps(progress)}
-    summary = consumer_summary(raw, None, kafka="unreachable")
+    summary = consumer_summary(ConsumerRecord.parse(raw), None, kafka="unreachable")
     assert (summary["kafka"], summary["lag_total"], summary["lag"]) == ("unreachable", None, None)
     consumer, _collections = status_tables(summary, [], recorded=True)
     assert consumer.rows[0][5] == "unknown: Kafka does not answer"
@@ -333,7 +337,7 @@ def test_with_kafka_unreachable_the_lag_is_unknown_not_stale() -> None:
     ],
 )
 def test_an_unknown_lag_says_why(kafka: str, why: str) -> None:
-    summary = consumer_summary({"batches": "1"}, None, kafka=kafka)
+    summary = consumer_summary(ConsumerRecord.parse({"batches": "1"}), None, kafka=kafka)
     consumer, _collections = status_tables(summary, [], recorded=True)
     assert summary["kafka_detail"].startswith(why)
     assert consumer.rows[0][5].startswith(f"unknown: {why}")
@@ -341,7 +345,7 @@ def test_an_unknown_lag_says_why(kafka: str, why: str) -> None:
 
 def test_an_outage_shows_as_the_consumer_state() -> None:
     health = {"state": "retrying", "since_ms": 1_735_732_800_000, "retries": 3, "cause": "down"}
-    summary = consumer_summary({"health": json.dumps(health)})
+    summary = consumer_summary(ConsumerRecord.parse({"health": json.dumps(health)}))
     assert (summary["state"], summary["retries"], summary["outage_cause"]) == (
         "retrying",
         3,
@@ -353,7 +357,9 @@ def test_an_outage_shows_as_the_consumer_state() -> None:
 
 def test_consumer_lag_is_per_partition_in_numeric_order() -> None:
     progress = {"lag": {"t:10": 1, "t:2": 4, "a:0": 0}, "batch_id": 7}
-    summary = consumer_summary({"batches": "8", "progress": json.dumps(progress)})
+    summary = consumer_summary(
+        ConsumerRecord.parse({"batches": "8", "progress": json.dumps(progress)})
+    )
     assert summary["lag"] == [
         {"topic": "a", "partition": 0, "lag": 0},
         {"topic": "t", "partition": 2, "lag": 4},
@@ -363,7 +369,7 @@ def test_consumer_lag_is_per_partition_in_numeric_order() -> None:
 
 
 def test_status_tables() -> None:
-    nothing = status_tables(consumer_summary({}), [], recorded=False)
+    nothing = status_tables(consumer_summary(ConsumerRecord.parse({})), [], recorded=False)
     assert [view.rows for view in nothing] == [[], []]
     assert "nothing recorded yet" in nothing[0].empty
     assert "no collections yet" in nothing[1].empty
