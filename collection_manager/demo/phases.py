@@ -94,7 +94,7 @@ class DemoRun:
         self.events: list[str] = []
         self.consumer: Child | None = None
         self.agents: dict[str, Child] = {}
-        self.real: Child | None = None  # the replica of real data (runner.REAL_REPLICA)
+        self.real: Child | None = None  # the replica of real data (launch.REAL_REPLICA)
         self.serve: Child | None = None  # `server run`: the HTTP API and the web console
         self.console = ""  # the console's URL, once it answers
         self.console_note = ""  # how long the console stays, said beside its URL

@@ -7,7 +7,7 @@ from collections import Counter
 from rich.console import Console
 
 from collection_manager.demo.frames import Frame, ReplicaView
-from collection_manager.demo.runner import STOPS_WITH_THE_DEMO
+from collection_manager.demo.launch import STOPS_WITH_THE_DEMO
 from collection_manager.demo.verify import verify
 from collection_manager.demo.view import PlainReporter, render, render_summary
 
