@@ -7,14 +7,12 @@ or kill a replica when the plan says so), note what changed as events, and draw 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from collection_manager.control.controller import Controller, ReplicaStatus, now_ms
+from collection_manager.control.controller import Controller, now_ms
 from collection_manager.control.members import ACTIVE, REMOVED
 from collection_manager.core.errors import CollectionManagerError
 from collection_manager.demo.children import Child, Children
@@ -27,6 +25,7 @@ from collection_manager.demo.frames import (
     Plan,
     ReplicaView,
 )
+from collection_manager.demo.observation import Observation, observe
 from collection_manager.demo.observe import Observer, caught_up, recorded_after
 from producers.agent import TTL_COLLECTIONS
 
@@ -46,20 +45,6 @@ class Reporter(Protocol):
     def show(self, frame: Frame) -> None:
         """Shows one frame."""
         ...
-
-
-@dataclasses.dataclass(frozen=True)
-class Observation:
-    """The pipeline at one moment."""
-
-    statuses: Mapping[str, ReplicaStatus]
-    rows: Mapping[str, Counter[str]]  # collection -> rows by replica
-    totals: Mapping[str, int]
-    consumer: ConsumerView
-
-    def rows_of(self, replica: str) -> int:
-        """The replica's rows in all collections."""
-        return sum(counts[replica] for counts in self.rows.values())
 
 
 class DemoRun:
@@ -133,7 +118,7 @@ class DemoRun:
         deadline = time.monotonic() + limit
         while True:
             tick = time.monotonic()
-            self._last = self._observe()
+            self._last = observe(self.observer, self._lag_end)
             self._check_children()
             done = condition()
             self._track()
@@ -147,7 +132,7 @@ class DemoRun:
 
     def refresh(self) -> None:
         """Observes once more and shows it."""
-        self._last = self._observe()
+        self._last = observe(self.observer, self._lag_end)
         self._reporter.show(self.frame())
 
     def consumer_ran_after(self, wall_s: float) -> bool:
@@ -232,11 +217,6 @@ class DemoRun:
             self._happened[fate] = time.monotonic()
 
     # Observing
-
-    def _observe(self) -> Observation:
-        rows, totals = self.observer.rows()
-        consumer = self.observer.consumer(self._lag_end)
-        return Observation(self.observer.statuses(), rows, totals, consumer)
 
     def _check_children(self) -> None:
         for child in (self.consumer, self.real, self.serve):
