@@ -113,7 +113,7 @@ from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
 from spark_consumers.job import start_consumer
 from spark_consumers.query_watch import QuerySupervision, watch
-from spark_consumers.retraction_timer import RetractionTimer
+from spark_consumers.row_ttl.retraction_timer import RetractionTimer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,9 +18,9 @@ from typing import Any
 from spark_consumers.errors import ConsumerError, reduced_message
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.metrics import read_offsets, record_progress
-from spark_consumers.retraction_timer import RetractionTimer
+from spark_consumers.row_ttl.clock import ttl_clock_ms
+from spark_consumers.row_ttl.retraction_timer import RetractionTimer
 from spark_consumers.supervision import Outage
-from spark_consumers.ttl_clock import ttl_clock_ms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ class QuerySupervision:
         duration_s: stop the query after this long (None: only when ``stop`` is set).
         redis_url: where each new batch's progress is recorded ("": it is not).
         topic: the consumer's topic, whose progress that is.
-        timer: ticked every round with the TTL clock (``spark_consumers/ttl_clock.py``).
+        timer: ticked every round with the TTL clock (``spark_consumers/row_ttl/clock.py``).
         trigger_interval_ms: the query's trigger, for the TTL clock.
         outage: the consumer's outage record, for the TTL clock after an outage.
         on_progress: told after each new batch's progress was recorded.
@@ -64,7 +64,7 @@ def watch(
     """Waits until ``stop`` is set, ``duration_s`` passed or the query failed; then stops it.
 
     Meanwhile it ticks ``timer`` about every 0.5 s, with the TTL clock of the query's
-    progress and status and of ``outage`` (``spark_consumers/ttl_clock.py``), and tells
+    progress and status and of ``outage`` (``spark_consumers/row_ttl/clock.py``), and tells
     ``observed`` of each round and each progress (all of ``supervision``).
 
     Stopping interrupts the running micro-batch between two atomic store calls: what was

@@ -29,7 +29,7 @@ from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
 from spark_consumers.metrics import BatchMetrics
 from spark_consumers.query_watch import QuerySupervision, watch
-from spark_consumers.retraction_timer import RetractionTimer
+from spark_consumers.row_ttl.retraction_timer import RetractionTimer
 from spark_consumers.session import build_spark_session
 from spark_consumers.store_setup import prepared_store
 from spark_consumers.supervision import Outage, until_done

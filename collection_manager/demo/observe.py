@@ -25,7 +25,7 @@ from collection_manager.storage.client import redis_client
 from collection_manager.storage.consumer_status import ConsumerStatusRecord
 from collection_manager.storage.store import RedisStore
 from schemas.introspection import REPLICA_COLUMN
-from spark_consumers.ttl_clock import trigger_start_ms
+from spark_consumers.row_ttl.clock import trigger_start_ms
 
 Offsets = dict[int, int]
 

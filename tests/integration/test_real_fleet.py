@@ -46,7 +46,7 @@ from producers.sources.openmetrics import METRIC_SAMPLES, SCRAPE_STATUS
 from producers.sources.plugin import SourceCollection, field
 from producers.sources.scrape import canonical_labels
 from spark_consumers.query_watch import QuerySupervision, watch
-from spark_consumers.retraction_timer import RetractionTimer
+from spark_consumers.row_ttl.retraction_timer import RetractionTimer
 from tests.integration.consumer_process import run_cli
 from tests.integration.own_services import OwnService
 from tests.integration.spark_query import consumer_query

@@ -10,7 +10,7 @@ import redis as redis_lib
 from collection_manager.core.requests import Append
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.store import RedisStore
-from spark_consumers.retraction_timer import RetractionTimer
+from spark_consumers.row_ttl.retraction_timer import RetractionTimer
 from tests.model.model import ModelStore
 
 

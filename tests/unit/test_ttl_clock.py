@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from spark_consumers.ttl_clock import AFTER_OUTAGE_MS, trigger_start_ms, ttl_clock_ms
+from spark_consumers.row_ttl.clock import AFTER_OUTAGE_MS, trigger_start_ms, ttl_clock_ms
 
 BEGAN = "2026-11-24T13:40:00.250Z"
 BEGAN_MS = 1_795_527_600_250
