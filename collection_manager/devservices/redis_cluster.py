@@ -3,7 +3,8 @@
 For tests and benchmarks of the pipeline on a cluster (``CM_REDIS_URL`` naming any node).
 Each node has its own free loopback port, directory, AOF and ``nodes.conf``; ``redis-cli
 --cluster create`` spreads the 16384 slots over the masters, and ``reshard`` moves slots
-between them while clients run (keys migrate, clients follow MOVED and ASK).
+between them while clients run (keys migrate, clients follow MOVED and ASK); those
+``redis-cli`` runs are ``redis_cli.py``'s.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from collection_manager.devservices.processes import (
     stop_pid,
     wait_until_ready,
 )
+from collection_manager.devservices.redis_cli import redis_cli
 from collection_manager.devservices.redis_server import redis_answers, require_redis_server
 
 
@@ -67,11 +67,11 @@ class LocalRedisCluster:
 
     def node_id(self, node: RedisNode) -> str:
         """The cluster's id of ``node`` (``CLUSTER MYID``)."""
-        return _cli("-p", str(node.port), "cluster", "myid").strip()
+        return redis_cli("-p", str(node.port), "cluster", "myid").strip()
 
     def reshard(self, source: RedisNode, target: RedisNode, slots: int) -> None:
         """Moves ``slots`` slots with their keys from ``source`` to ``target`` (MIGRATE)."""
-        _cli(
+        redis_cli(
             "--cluster", "reshard", self.nodes[0].address,
             "--cluster-from", self.node_id(source),
             "--cluster-to", self.node_id(target),
@@ -184,7 +184,7 @@ class LocalRedisCluster:
         for node in self.nodes:
             if pid_alive(node.pid):
                 with contextlib.suppress(InfrastructureError):
-                    text = _cli("-p", str(node.port), "cluster", "nodes")
+                    text = redis_cli("-p", str(node.port), "cluster", "nodes")
                     return [line.split() for line in text.splitlines()]
         raise InfrastructureError("no node of the cluster answers")
 
@@ -220,7 +220,7 @@ def start_cluster(
 def create_cluster(addresses: Sequence[str], replicas: int, timeout_s: float) -> None:
     """Makes one cluster of the nodes at ``addresses`` (``redis-cli --cluster create``):
     the first ``len / (1 + replicas)`` become the primaries, sharing the slots evenly."""
-    _cli(
+    redis_cli(
         "--cluster", "create", *addresses,
         "--cluster-replicas", str(replicas), "--cluster-yes",
         timeout_s=timeout_s,
@@ -287,23 +287,6 @@ def _node_command(node: RedisNode, *command: Any) -> Any:
 
 def cluster_ok(node: RedisNode) -> bool:
     try:
-        return "cluster_state:ok" in _cli("-p", str(node.port), "cluster", "info")
+        return "cluster_state:ok" in redis_cli("-p", str(node.port), "cluster", "info")
     except InfrastructureError:
         return False
-
-
-def _cli(*args: str, timeout_s: float = 30.0) -> str:
-    binary = shutil.which("redis-cli")
-    if binary is None:
-        raise InfrastructureError("redis-cli was not found (Debian: apt-get install redis-tools)")
-    what = f"redis-cli {' '.join(args[:3])}"
-    try:
-        done = subprocess.run(
-            [binary, "-h", LOOPBACK, *args], capture_output=True, text=True, timeout=timeout_s
-        )
-    except subprocess.TimeoutExpired:
-        raise InfrastructureError(f"{what} did not end within {timeout_s:.0f} s") from None
-    if done.returncode != 0:
-        # --cluster reports its errors on stdout, the rest on stderr.
-        raise InfrastructureError(f"{what} failed: {(done.stdout + done.stderr)[-500:]}")
-    return done.stdout
