@@ -1,20 +1,22 @@
-"""A single-node KRaft Kafka broker (combined broker and controller) on loopback."""
+"""A single-node KRaft Kafka broker (combined broker and controller) on loopback: its
+classpath, its log directory formatted once, its command line, and its start; the files it
+is configured by are ``kafka_properties.py``'s."""
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from collection_manager.config import KAFKA_VERSION, InfraConfig
 from collection_manager.config.machine import require_jars, require_java
 from collection_manager.config.services import Service
 from collection_manager.core.errors import InfrastructureError
+from collection_manager.devservices.kafka_properties import SecuredListener, configure
 from collection_manager.devservices.processes import (
     LOOPBACK,
     accepts_connections,
@@ -30,78 +32,6 @@ logger = logging.getLogger(__name__)
 
 def _nothing(_service: Service) -> None:
     pass
-
-
-# Internal topics must fit one broker, or consumer groups and transactions hang
-# (``replicated_properties`` gives a cluster of brokers their replication instead).
-_SERVER_PROPERTIES = """\
-process.roles=broker,controller
-node.id={node_id}
-controller.quorum.voters={voters}
-listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}{secured_listener}
-advertised.listeners=PLAINTEXT://{host}:{port}{secured_listener}
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{secured_protocol}
-inter.broker.listener.name=PLAINTEXT
-log.dirs={data_dir}
-num.partitions=4
-auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-log.retention.hours=24
-"""
-
-# A SASL_SSL listener: SCRAM-SHA-512 users, the broker's PEM key and certificate, and
-# client certificates of the given CA required.
-_SECURED_PROPERTIES = """\
-sasl.enabled.mechanisms=SCRAM-SHA-512
-listener.name.secured.scram-sha-512.sasl.jaas.config=\
-org.apache.kafka.common.security.scram.ScramLoginModule required;
-listener.name.secured.ssl.keystore.type=PEM
-listener.name.secured.ssl.keystore.location={keystore}
-listener.name.secured.ssl.truststore.type=PEM
-listener.name.secured.ssl.truststore.location={truststore}
-listener.name.secured.ssl.client.auth=required
-"""
-
-
-@dataclasses.dataclass(frozen=True)
-class SecuredListener:
-    """A second listener, SASL_SSL with SCRAM-SHA-512 and client certificates, for tests of
-    secured clients (the broker's own traffic stays on its plaintext listener).
-
-    Attributes:
-        port: its loopback port.
-        keystore: PEM file holding the broker's private key and certificate.
-        truststore: PEM file of the CA whose client certificates it accepts.
-        users: SCRAM users and their passwords, created when the storage is formatted.
-    """
-
-    port: int
-    keystore: Path
-    truststore: Path
-    users: Mapping[str, str] = dataclasses.field(repr=False)
-
-
-_LOG4J2 = """\
-rootLogger.level=INFO
-rootLogger.appenderRef.stdout.ref=STDOUT
-appender.stdout.type=Console
-appender.stdout.name=STDOUT
-appender.stdout.layout.type=PatternLayout
-appender.stdout.layout.pattern=[%d] %p %m (%c)%n
-logger.kafka.name=kafka
-logger.kafka.level=WARN
-logger.apache.name=org.apache.kafka
-logger.apache.level=WARN
-logger.started.name=kafka.server.KafkaRaftServer
-logger.started.level=INFO
-"""
 
 
 BROKER_COORDINATES = (
@@ -121,40 +51,6 @@ def broker_jars(config: InfraConfig) -> Path:
     dest = broker_jar_dir(config)
     require_jars(BROKER_COORDINATES, dest, f"the Kafka {KAFKA_VERSION} broker")
     return dest
-
-
-def configure(
-    home: Path,
-    port: int,
-    controller_port: int,
-    secured: SecuredListener | None = None,
-    node_id: int = 1,
-    voters: str = "",
-    replication: str = "",
-) -> Path:
-    """Writes the broker's ``server.properties`` and logging configuration into ``home``.
-
-    Args:
-        voters: the controller quorum (``id@host:port,...``); by default this broker alone.
-        replication: properties that override the single broker's replication settings.
-    """
-    data_dir = home / "data"
-    props = home / "server.properties"
-    text = _SERVER_PROPERTIES.format(
-        node_id=node_id,
-        voters=voters or f"{node_id}@{LOOPBACK}:{controller_port}",
-        host=LOOPBACK,
-        port=port,
-        controller_port=controller_port,
-        data_dir=data_dir,
-        secured_listener=f",SECURED://{LOOPBACK}:{secured.port}" if secured else "",
-        secured_protocol=",SECURED:SASL_SSL" if secured else "",
-    )
-    if secured:
-        text += _SECURED_PROPERTIES.format(keystore=secured.keystore, truststore=secured.truststore)
-    props.write_text(text + replication)
-    (home / "log4j2.properties").write_text(_LOG4J2)
-    return props
 
 
 def random_cluster_id() -> str:
@@ -184,7 +80,22 @@ def format_storage(
     # meta.properties is the formatter's last write: without it, the directory holds at most
     # a format cut short, which a new format with another cluster id would refuse.
     shutil.rmtree(data, ignore_errors=True)
-    command = [
+    command = _format_command(java, java_options, classpath, props, home, secured, cluster_id)
+    _run_formatter(command, home)
+
+
+def _format_command(
+    java: str,
+    java_options: list[str],
+    classpath: str,
+    props: Path,
+    home: Path,
+    secured: SecuredListener | None,
+    cluster_id: str,
+) -> list[str]:
+    """The command line of Kafka's ``StorageTool format``, with the SCRAM users of
+    ``secured`` and ``cluster_id`` (by default a new one)."""
+    return [
         java,
         *java_options,
         "-cp",
@@ -202,6 +113,10 @@ def format_storage(
             for arg in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")
         ),
     ]
+
+
+def _run_formatter(command: list[str], home: Path) -> None:
+    """Runs the formatter ``command`` in ``home`` to its end, within 120 s."""
     # Ctrl-C inside Popen() itself (between the fork and its return) would leave a formatter
     # that nobody kills writing this directory under the next `infra up`; so the spawn is
     # never cut (a Ctrl-C held back is raised right after it), and the formatter is killed

@@ -24,11 +24,11 @@ from collection_manager.core.errors import InfrastructureError
 from collection_manager.devservices.kafka_broker import (
     broker_command,
     broker_jars,
-    configure,
     format_storage,
     kafka_answers,
     random_cluster_id,
 )
+from collection_manager.devservices.kafka_properties import configure
 from collection_manager.devservices.processes import (
     LOOPBACK,
     accepts_connections,
