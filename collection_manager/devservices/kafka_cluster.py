@@ -161,26 +161,10 @@ def start_kafka_cluster(
     cluster_id = random_cluster_id()
     homes = [state_dir / f"broker-{index + 1}" for index in range(brokers)]
     for attempt in range(1, _START_ATTEMPTS + 1):
-        # Ports chosen just before the start: another process may take a free port
-        # meanwhile (then the start is tried again on others).
-        ports = [(free_port(), free_port()) for _ in homes]
-        voters = ",".join(f"{i + 1}@{LOOPBACK}:{c}" for i, (_, c) in enumerate(ports))
-        cluster = LocalKafkaCluster([], timeout_s)
-        for index, (home, (port, controller_port)) in enumerate(zip(homes, ports, strict=True)):
-            home.mkdir(parents=True, exist_ok=True)
-            props = configure(
-                home, port, controller_port, node_id=index + 1, voters=voters,
-                replication=REPLICATED_PROPERTIES,
-            )  # fmt: skip
-            options = list(java_options)
-            format_storage(java, options, classpath, props, home, cluster_id=cluster_id)
-            command = broker_command(java, heap, options, classpath, props)
-            cluster.nodes.append(KafkaNode(index + 1, port, home, command))
+        nodes = _configured_nodes(homes, java, heap, java_options, classpath, cluster_id)
+        cluster = LocalKafkaCluster(nodes, timeout_s)
         try:
-            for node in cluster.nodes:  # all at once: each waits for a quorum of the others
-                node.pid = start_process(node.command, node.log, cwd=node.home)
-            for node in cluster.nodes:
-                cluster.wait_ready(node)
+            _start_together(cluster)
             return cluster
         except InfrastructureError as exc:
             cluster.stop()
@@ -190,3 +174,38 @@ def start_kafka_cluster(
             cluster.stop()
             raise
     raise AssertionError("unreachable")
+
+
+def _configured_nodes(
+    homes: list[Path],
+    java: str,
+    heap: str,
+    java_options: tuple[str, ...],
+    classpath: str,
+    cluster_id: str,
+) -> list[KafkaNode]:
+    """A broker in each of ``homes``, configured as one quorum and formatted, not started."""
+    # Ports chosen just before the start: another process may take a free port
+    # meanwhile (then the start is tried again on others).
+    ports = [(free_port(), free_port()) for _ in homes]
+    voters = ",".join(f"{i + 1}@{LOOPBACK}:{c}" for i, (_, c) in enumerate(ports))
+    nodes = []
+    for index, (home, (port, controller_port)) in enumerate(zip(homes, ports, strict=True)):
+        home.mkdir(parents=True, exist_ok=True)
+        props = configure(
+            home, port, controller_port, node_id=index + 1, voters=voters,
+            replication=REPLICATED_PROPERTIES,
+        )  # fmt: skip
+        options = list(java_options)
+        format_storage(java, options, classpath, props, home, cluster_id=cluster_id)
+        command = broker_command(java, heap, options, classpath, props)
+        nodes.append(KafkaNode(index + 1, port, home, command))
+    return nodes
+
+
+def _start_together(cluster: LocalKafkaCluster) -> None:
+    """Starts every broker, then waits until each answers."""
+    for node in cluster.nodes:  # all at once: each waits for a quorum of the others
+        node.pid = start_process(node.command, node.log, cwd=node.home)
+    for node in cluster.nodes:
+        cluster.wait_ready(node)
