@@ -23,7 +23,7 @@ from collection_manager.core.sinks.spec import FORMATS, MAX_SINKS, SinkSpec
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.observability.endpoint import serve
 from collection_manager.observability.health import Health, recent
-from collection_manager.reading.status import sink_summary
+from collection_manager.reading.sinks import sink_summary
 from collection_manager.sinks import metrics
 from collection_manager.sinks.kafka_side import prepare_topics
 from collection_manager.sinks.process import SinkProcess

@@ -17,20 +17,20 @@ from collection_manager.cli.output import add_format_option, show
 from collection_manager.cli.status_views import status_tables
 from collection_manager.config import ConsumerConfig, InfraConfig, ReplicaConfig, from_env
 from collection_manager.core.partitions import assign
+from collection_manager.reading.catalog import CollectionInfo
+
+# The collections' part of status is in reading/catalog.py, which the HTTP API answers
+# from too; named here as well, where the CLI's modules and tests have always found it.
+from collection_manager.reading.catalog import collection_info as collection_info
+from collection_manager.reading.catalog import collection_infos as collection_infos
 from collection_manager.reading.readiness import wait_until_ready
 from collection_manager.reading.status import (
-    CollectionInfo,
     consumer_summary,
     controller_summary,
     read_status,
     status_json,
     unpublished_summary,
 )
-
-# The data parts of status are in reading/status.py, which the HTTP API answers from too;
-# these are named here as well, where the CLI's modules and tests have always found them.
-from collection_manager.reading.status import collection_info as collection_info
-from collection_manager.reading.status import collection_infos as collection_infos
 from collection_manager.storage.client import connected_client
 from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS

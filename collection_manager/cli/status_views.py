@@ -13,7 +13,8 @@ from typing import Any
 
 from collection_manager.cli.output import CREATE_HINT, TableView, plural
 from collection_manager.cli.partitions import bucket_partition
-from collection_manager.reading.status import TOTALS, UNPUBLISHED_COLUMNS, CollectionInfo
+from collection_manager.reading.catalog import CollectionInfo
+from collection_manager.reading.status import TOTALS, UNPUBLISHED_COLUMNS
 from collection_manager.storage.counters import SHOWN_COUNTERS
 
 

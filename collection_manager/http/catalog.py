@@ -9,8 +9,13 @@ from collection_manager.core.names import check_collection_name
 from collection_manager.http.context import Call
 from collection_manager.http.exchange import Answer, Request, json_answer
 from collection_manager.http.params import Query
-from collection_manager.reading.catalog import collection_list, detail_of
-from collection_manager.reading.status import CollectionInfo, collection_info, collection_infos
+from collection_manager.reading.catalog import (
+    CollectionInfo,
+    collection_info,
+    collection_infos,
+    collection_list,
+    detail_of,
+)
 
 
 def list_collections(call: Call, request: Request) -> Answer:

@@ -1,13 +1,16 @@
-"""Where each collection stands, as the answers every reader gives
-(``collection_manager/answers``): the listing's :class:`Collection` and the
-:class:`CollectionDetail` of ``collections show`` and ``/api/v1/collections/{name}``."""
+"""Where each collection stands: read from the store (:class:`CollectionInfo`), and as
+the answers every reader gives (``collection_manager/answers``): the listing's
+:class:`Collection` and the :class:`CollectionDetail` of ``collections show`` and
+``/api/v1/collections/{name}``."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Sequence
 
 from collection_manager.answers.models import (
+    BucketRows,
     Collection,
     CollectionDetail,
     CollectionList,
@@ -15,8 +18,62 @@ from collection_manager.answers.models import (
     ColumnType,
     Ttl,
 )
+from collection_manager.core.errors import UnknownCollectionError
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.reading.status import CollectionInfo
+from collection_manager.storage.counters import SHOWN_COUNTERS
+from collection_manager.storage.store import RedisStore
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionInfo:
+    """Where a collection stands: distinct rows, latest readable time, apply counters, and
+    how many rows have a TTL and when the next of them expires (ms; None: no such row).
+
+    A bucketed collection's figures are its buckets' sums (its time: the sum of theirs,
+    as its cut's total), and ``buckets`` holds each bucket's; empty when unbucketed.
+    """
+
+    spec: CollectionSpec
+    rows: int
+    time: int
+    counters: dict[str, int]
+    ttl_rows: int = 0
+    next_expiry: int | None = None
+    buckets: tuple[BucketRows, ...] = ()
+
+
+def collection_info(store: RedisStore, name: str) -> CollectionInfo:
+    """Reads ``name``'s size, time and counters (every counter present, 0 when never set),
+    unit by unit: the collection, or each of its buckets (at most ``MAX_BUCKETS``)."""
+    spec = store.spec(name)
+    counters = dict.fromkeys(SHOWN_COUNTERS, 0)
+    ttl_rows, expiries, buckets = 0, [], []
+    for unit in spec.units():
+        rows, time = store.size(unit.name)
+        stats = store.stats(unit.name)
+        for counter in SHOWN_COUNTERS:
+            counters[counter] += stats.get(counter, 0)
+        unit_ttl_rows, next_expiry = store.ttl_summary(unit.name)
+        ttl_rows += unit_ttl_rows
+        expiries += [] if next_expiry is None else [next_expiry]
+        if unit.bucket is not None:
+            buckets.append(BucketRows(unit.bucket, rows, time))
+    rows = sum(b.rows for b in buckets) if buckets else rows
+    time = sum(b.time for b in buckets) if buckets else time
+    next_expiry = min(expiries, default=None)
+    return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
+
+
+def collection_infos(store: RedisStore) -> list[CollectionInfo]:
+    """Every collection's info; one dropped between the listing and its reads is left out
+    (a listing beside a running drop must not fail)."""
+    infos = []
+    for name in store.collections():
+        try:
+            infos.append(collection_info(store, name))
+        except UnknownCollectionError:
+            continue
+    return infos
 
 
 def columns_of(spec: CollectionSpec) -> tuple[Column, ...]:

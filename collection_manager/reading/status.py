@@ -1,6 +1,7 @@
 """What ``status`` answers, as data: the consumer of a topic (its state, heartbeat, batches,
 dead letters and Kafka lag), the controller, the dead letters that could not be published,
-and where each collection stands. ``collection-manager status`` prints it as tables or
+and where each collection stands (``catalog.py``) and each sink (``sinks.py``).
+``collection-manager status`` prints it as tables or
 JSON; ``collection-manager server run`` answers it at ``/api/v1/status``.
 
 Nothing here claims a dead process runs: a consumer or controller without a live heartbeat
@@ -20,34 +21,28 @@ import redis
 from confluent_kafka import KafkaException
 
 from collection_manager.answers import to_json
-from collection_manager.answers.models import BucketRows
 from collection_manager.answers.status import (
     CollectionStatus,
     ConsumerStatus,
     ControllerStatus,
     PartitionLag,
-    SinkStatus,
     Unpublished,
 )
 from collection_manager.answers.status import UnpublishedLetter as Letter
 from collection_manager.config.services import load_services
-from collection_manager.core.errors import UnknownCollectionError
-from collection_manager.core.sinks.spec import SinkSpec
-from collection_manager.core.specs import CollectionSpec
 from collection_manager.kafka.lag import lag_now
+from collection_manager.reading.catalog import CollectionInfo, collection_infos
+from collection_manager.reading.sinks import read_sinks
 from collection_manager.storage.client import as_text
 from collection_manager.storage.consumer_status import ConsumerRecord, ConsumerStatusRecord
-from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.dead_letters import DeadLetterLedger, UnpublishedLetter
 from collection_manager.storage.heartbeats import (
     CONSUMER,
     CONTROLLER,
-    SINK,
     Liveness,
     read_liveness,
 )
 from collection_manager.storage.keys import CONSUMER_PREFIX
-from collection_manager.storage.sinks import SinkCatalog
 from collection_manager.storage.store import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -57,58 +52,6 @@ TOTALS = ("batches", "dead_letters", "control_requests")
 # How many of the newest unpublished dead letters status shows.
 UNPUBLISHED_SHOWN = 5
 UNPUBLISHED_COLUMNS = ("topic", "partition", "offset", "error", "publish_error", "reason")
-
-
-@dataclasses.dataclass(frozen=True)
-class CollectionInfo:
-    """Where a collection stands: distinct rows, latest readable time, apply counters, and
-    how many rows have a TTL and when the next of them expires (ms; None: no such row).
-
-    A bucketed collection's figures are its buckets' sums (its time: the sum of theirs,
-    as its cut's total), and ``buckets`` holds each bucket's; empty when unbucketed.
-    """
-
-    spec: CollectionSpec
-    rows: int
-    time: int
-    counters: dict[str, int]
-    ttl_rows: int = 0
-    next_expiry: int | None = None
-    buckets: tuple[BucketRows, ...] = ()
-
-
-def collection_info(store: RedisStore, name: str) -> CollectionInfo:
-    """Reads ``name``'s size, time and counters (every counter present, 0 when never set),
-    unit by unit: the collection, or each of its buckets (at most ``MAX_BUCKETS``)."""
-    spec = store.spec(name)
-    counters = dict.fromkeys(SHOWN_COUNTERS, 0)
-    ttl_rows, expiries, buckets = 0, [], []
-    for unit in spec.units():
-        rows, time = store.size(unit.name)
-        stats = store.stats(unit.name)
-        for counter in SHOWN_COUNTERS:
-            counters[counter] += stats.get(counter, 0)
-        unit_ttl_rows, next_expiry = store.ttl_summary(unit.name)
-        ttl_rows += unit_ttl_rows
-        expiries += [] if next_expiry is None else [next_expiry]
-        if unit.bucket is not None:
-            buckets.append(BucketRows(unit.bucket, rows, time))
-    rows = sum(b.rows for b in buckets) if buckets else rows
-    time = sum(b.time for b in buckets) if buckets else time
-    next_expiry = min(expiries, default=None)
-    return CollectionInfo(spec, rows, time, counters, ttl_rows, next_expiry, tuple(buckets))
-
-
-def collection_infos(store: RedisStore) -> list[CollectionInfo]:
-    """Every collection's info; one dropped between the listing and its reads is left out
-    (a listing beside a running drop must not fail)."""
-    infos = []
-    for name in store.collections():
-        try:
-            infos.append(collection_info(store, name))
-        except UnknownCollectionError:
-            continue
-    return infos
 
 
 def _lag(lag: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -137,8 +80,7 @@ def consumer_summary(
     topic: str = "cm.requests",
     liveness: Liveness | None = None,
 ) -> dict[str, Any]:
-    """The record in Redis of the consumer of ``topic`` (``cm:consumer:<topic>``) as the
-    stable JSON of ``status``.
+    """The consumer's record (``ConsumerRecord``) as the stable JSON of ``status``.
 
     Args:
         lag_now: Kafka's offsets now minus what the consumer last read, when Kafka
@@ -147,19 +89,15 @@ def consumer_summary(
             up`` started is gone) or ``not configured``; the lag is unknown (null) unless
             Kafka is reachable, and ``kafka_detail`` says why.
         liveness: the consumer's heartbeat (``storage/heartbeats.py``). Unless it beats,
-            the state is ``stopped`` (since its last beat) or ``unknown`` (it never beat),
-            whatever state it last wrote.
+            the state is ``stopped`` (since its last beat) or ``unknown`` (never beat).
     """
     progress = record.progress
-    lag = _lag(progress.get("lag") or {} if lag_now is None else lag_now)
     known = kafka == "reachable"
     last = (liveness.last if liveness else None) or {}
     summary = {
         "topic": topic,
         **_state(record.health, progress, liveness),
-        "last_seen_ms": last.get("at_ms"),
-        "pid": last.get("pid"),
-        "host": last.get("host"),
+        **{"last_seen_ms": last.get("at_ms"), "pid": last.get("pid"), "host": last.get("host")},
         "kafka": kafka,
         "kafka_detail": None if known else _KAFKA_DETAILS.get(kafka, kafka),
         "batches": record.batches,
@@ -168,17 +106,24 @@ def consumer_summary(
         "processed_rows_per_s": progress.get("processed_rows_per_s"),
         "last_batch_id": progress.get("batch_id"),
         "last_progress_ms": _epoch_ms(progress.get("timestamp")),
-        "lag_total": sum(entry["lag"] for entry in lag) if known else None,
-        "lag": lag if known else None,
+        **_lag_fields(progress.get("lag") or {} if lag_now is None else lag_now, known),
         # Starts that read again what Redis lost, and re-created topics (docs/operations.md).
         "rewinds": record.rewinds,
         "topic_recreations": record.topic_recreations,
         "last_rewind": record.last_rewind or None,
     }
-    lag_entries = summary["lag"]
-    if lag_entries is not None:
-        summary["lag"] = tuple(PartitionLag(**entry) for entry in lag_entries)
     return to_json(ConsumerStatus(**summary))
+
+
+def _lag_fields(behind: Mapping[str, Any], known: bool) -> dict[str, Any]:
+    """``lag_total`` and ``lag`` per partition, both None when Kafka's offsets are unknown."""
+    if not known:
+        return {"lag_total": None, "lag": None}
+    lag = _lag(behind)
+    return {
+        "lag_total": sum(entry["lag"] for entry in lag),
+        "lag": tuple(PartitionLag(**entry) for entry in lag),
+    }
 
 
 def _state(
@@ -321,17 +266,7 @@ def read_status(
     unpublished = read_unpublished(client)
     consumer_liveness = read_liveness(client, CONSUMER, topic)
     controller = controller_summary(namespace, read_liveness(client, CONTROLLER, namespace))
-    live, kafka = None, "not configured"
-    recorded_broker = services_file is not None and "kafka" in load_services(services_file)
-    if not kafka_bootstrap and recorded_broker:
-        kafka = "not running"
-    if kafka_bootstrap:
-        try:
-            live = lag_now(kafka_bootstrap, record.read_offsets(), topic=topic)
-            kafka = "reachable"
-        except KafkaException as exc:
-            logger.info("Kafka did not answer: %s", exc)
-            kafka = "unreachable"
+    live, kafka = _lag_now(kafka_bootstrap, record, topic, services_file)
     consumer = consumer_summary(record, live, kafka, topic, consumer_liveness)
     infos = collection_infos(RedisStore(client))
     others = sorted(recorded - {topic})
@@ -340,25 +275,16 @@ def read_status(
     )
 
 
-def sink_summary(spec: SinkSpec, liveness: Liveness) -> dict[str, Any]:
-    """A sink as ``status`` shows it: its process' state by its heartbeat, and the position
-    and lag its last beat said."""
-    last = liveness.last or {}
-    return to_json(
-        SinkStatus(
-            spec.name,
-            spec.collection,
-            spec.topic,
-            liveness.state,  # type: ignore[arg-type]  # a heartbeat's states are the model's
-            last.get("position"),
-            last.get("behind"),
-        )
-    )
-
-
-def read_sinks(client: redis.Redis) -> list[dict[str, Any]]:
-    """Every sink (at most ``MAX_SINKS``) with its process' state."""
-    return [
-        sink_summary(spec, read_liveness(client, SINK, spec.name))
-        for spec in SinkCatalog(client).all()
-    ]
+def _lag_now(
+    kafka_bootstrap: str | None, record: ConsumerRecord, topic: str, services_file: Path | None
+) -> tuple[dict[str, int] | None, str]:
+    """Kafka's offsets now minus what the consumer last read (None unless Kafka answered),
+    and the state of Kafka, as ``consumer_summary`` takes them."""
+    if not kafka_bootstrap:
+        recorded_broker = services_file is not None and "kafka" in load_services(services_file)
+        return None, "not running" if recorded_broker else "not configured"
+    try:
+        return lag_now(kafka_bootstrap, record.read_offsets(), topic=topic), "reachable"
+    except KafkaException as exc:
+        logger.info("Kafka did not answer: %s", exc)
+        return None, "unreachable"

@@ -36,7 +36,7 @@ from collection_manager.core.requests import Append, Delete, Request
 from collection_manager.core.routing import route_append, route_delete
 from collection_manager.core.sinks.spec import SinkError, SinkSpec
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.reading.status import read_sinks
+from collection_manager.reading.sinks import read_sinks
 from collection_manager.sinks.kafka_side import prepare_topics
 from collection_manager.sinks.process import SinkProcess
 from collection_manager.sinks.records import CUT_HEADER, decode

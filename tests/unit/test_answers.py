@@ -38,13 +38,10 @@ from collection_manager.core.buckets import MAX_BUCKETS
 from collection_manager.core.cut import Cut
 from collection_manager.core.partitions import Partitioning
 from collection_manager.core.sinks.spec import SinkSpec
+from collection_manager.reading.catalog import CollectionInfo
 from collection_manager.reading.rows import query_json
-from collection_manager.reading.status import (
-    CollectionInfo,
-    consumer_summary,
-    sink_summary,
-    status_json,
-)
+from collection_manager.reading.sinks import sink_summary
+from collection_manager.reading.status import consumer_summary, status_json
 from collection_manager.storage.consumer_status import ConsumerRecord
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from collection_manager.storage.heartbeats import Liveness

@@ -14,7 +14,7 @@ from collection_manager.cli.status import (
     example_bucketed,
 )
 from collection_manager.cli.status_views import status_tables
-from collection_manager.reading.status import CollectionInfo
+from collection_manager.reading.catalog import CollectionInfo
 from collection_manager.storage.counters import SHOWN_COUNTERS
 from schemas.introspection import introspection_specs
 
