@@ -71,7 +71,7 @@ def quiet_session(session: SparkSession, level: str) -> None:
     _log_errors_only(
         session, "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"
     )
-    # Stopping a query between two batches (run.stop_between_batches) cancels its job
+    # Stopping a query between two batches (query_watch.stop_between_batches) cancels its job
     # group while none of its jobs runs, and the scheduler then warns "Failed to cancel
     # job group ... Cannot find active jobs for it" on every clean stop, after stop()
     # returned. A job that fails reaches the query as its exception, so errors suffice.

@@ -1,8 +1,8 @@
 """What ``status`` answers, as data: the consumer of a topic (its state, heartbeat, batches,
 dead letters and Kafka lag), the controller, the dead letters that could not be published,
 and where each collection stands (``catalog.py``) and each sink (``sinks.py``).
-``collection-manager status`` prints it as tables or
-JSON; ``collection-manager server run`` answers it at ``/api/v1/status``.
+``collection-manager status`` prints it as tables or JSON; ``collection-manager server
+run`` answers it at ``/api/v1/status``.
 
 Nothing here claims a dead process runs: a consumer or controller without a live heartbeat
 key is ``stopped`` (or ``unknown``), whatever state it last wrote (``storage/heartbeats.py``).
