@@ -49,16 +49,35 @@ def resolve_jars(
     cached = cached_jars(coordinates, dest)
     if cached is not None:
         return cached
+    mvn = _require_mvn()
+    _write_pom(coordinates, dest)
+    _copy_dependencies(mvn, coordinates, dest, timeout_s, maven_args)
+    record_resolved(coordinates, dest)
+    return sorted(dest.glob("*.jar"))
+
+
+def _require_mvn() -> str:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise InfrastructureError(
             "Maven (mvn) is needed once to fetch jars from Maven Central; install it "
             "(Debian: apt-get install maven) or set CM_KAFKA_BOOTSTRAP to an existing broker"
         )
+    return mvn
+
+
+def _write_pom(coordinates: Sequence[str], dest: Path) -> None:
+    """``dest/pom.xml`` depending on ``coordinates``, in a ``dest`` without older jars."""
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("*.jar"):
         old.unlink()
     (dest / "pom.xml").write_text(_pom(coordinates))
+
+
+def _copy_dependencies(
+    mvn: str, coordinates: Sequence[str], dest: Path, timeout_s: float, maven_args: Sequence[str]
+) -> None:
+    """Runs Maven on ``dest/pom.xml``: every runtime jar it needs, copied into ``dest``."""
     cmd = [
         mvn,
         "-B",
@@ -84,5 +103,3 @@ def resolve_jars(
             f"Maven could not resolve {', '.join(coordinates)} (is Maven Central reachable "
             f"from here?). Its output ends:\n{tail}"
         )
-    record_resolved(coordinates, dest)
-    return sorted(dest.glob("*.jar"))
