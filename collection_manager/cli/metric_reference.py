@@ -21,7 +21,7 @@ from collection_manager.http import metrics as http
 from collection_manager.sinks import metrics as sinks
 from producers.metrics import AGENT_FAMILIES
 from producers.sources import scrape_metrics
-from spark_consumers import exporter
+from spark_consumers import exporter_metrics
 
 PAGE = "docs/reference/metrics.md"
 REGENERATE = f"python -m collection_manager.cli.metric_reference --write {PAGE}"
@@ -64,7 +64,7 @@ def _table(title: str, families: Iterable[Family]) -> str:
 def render_reference() -> str:
     """The markdown of every metric, by process."""
     tables = [
-        _table("`consumer run` (`CM_CONSUMER_METRICS_ADDRESS`)", _families(exporter)),
+        _table("`consumer run` (`CM_CONSUMER_METRICS_ADDRESS`)", _families(exporter_metrics)),
         _table("`controller run` (`CM_CONTROLLER_METRICS_ADDRESS`)", _families(controller)),
         _table("`replicas run` (`CM_AGENT_METRICS_ADDRESS`)", AGENT_FAMILIES),
         _table("`replicas run --source openmetrics`, also", _families(scrape_metrics)),

@@ -13,7 +13,7 @@ from collection_manager.core.cut import Cut
 from collection_manager.observability.endpoint import Endpoint, parse_address
 from collection_manager.observability.health import Health
 from collection_manager.storage.cut import SettleResult
-from spark_consumers import exporter
+from spark_consumers import exporter, exporter_metrics
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.metrics import BatchMetrics
 from tests.support import http_get
@@ -112,13 +112,13 @@ def test_parse_address_takes_ipv6_in_brackets() -> None:
 
 
 def _value(name: str, **labels: str) -> float:
-    value = exporter.REGISTRY.get_sample_value(name, labels)
+    value = exporter_metrics.REGISTRY.get_sample_value(name, labels)
     return 0.0 if value is None else value
 
 
 def test_the_consumer_counts_what_each_batch_reports() -> None:
     observed = ConsumerObservability("metrics-topic", "127.0.0.1:1")
-    counters = dict.fromkeys(exporter.APPLY_COUNTERS, 0)
+    counters = dict.fromkeys(exporter_metrics.APPLY_COUNTERS, 0)
     before = _value("cm_consumer_requests_applied_total", topic="metrics-topic", collection="c1")
     kinds = {"InvalidRequestError": 2}
     observed.batch(
@@ -136,7 +136,7 @@ def test_the_consumer_counts_what_each_batch_reports() -> None:
 
 
 def test_the_consumers_metrics_are_its_own_and_the_standard_families() -> None:
-    names = {metric.name for metric in exporter.REGISTRY.collect()}
+    names = {metric.name for metric in exporter_metrics.REGISTRY.collect()}
     assert "cm_consumer_batches" in names and "process_cpu_seconds" in names
     assert not any(name.startswith(("cm_controller", "cm_agent")) for name in names)
 
@@ -164,7 +164,7 @@ def test_a_batchs_steps_sum_the_executors_rows_then_add_the_drivers_and_are_obse
     def row(partition: int, collection: str, decode_us: int, apply_us: int) -> dict[str, object]:
         return {
             "partition": partition, "collection": collection, "dead_letters": 0, "control": 0,
-            "last_offset": 5, **dict.fromkeys(exporter.APPLY_COUNTERS, 0),
+            "last_offset": 5, **dict.fromkeys(exporter_metrics.APPLY_COUNTERS, 0),
             "decode_us": decode_us, "apply_us": apply_us,
         }  # fmt: skip
 
@@ -190,7 +190,7 @@ def test_each_bucketed_collections_cut_trail_is_the_age_of_what_it_holds_back() 
 
     def trail(collection: str) -> float | None:
         labels = {"topic": "trail-topic", "collection": collection}
-        return exporter.REGISTRY.get_sample_value("cm_consumer_cut_trail_seconds", labels)
+        return exporter_metrics.REGISTRY.get_sample_value("cm_consumer_cut_trail_seconds", labels)
 
     # A cut another settle recorded first still says how far it trails; a part applied by
     # a clock ahead of the driver's is no negative trail.
