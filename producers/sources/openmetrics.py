@@ -28,14 +28,8 @@ from collection_manager.config.settings import redact_url
 from producers.simulated import Row, Update
 from producers.sources import scrape_metrics
 from producers.sources.plugin import SourceCollection, SourceContext, field
-from producers.sources.scrape import (
-    Filters,
-    SampleKey,
-    Scrape,
-    ScrapeLimits,
-    check_target,
-    scrape,
-)
+from producers.sources.scrape import Filters, SampleKey, Scrape, scrape
+from producers.sources.scrape_fetch import ScrapeLimits, check_target
 from producers.sources.shared import SharedSource
 from producers.subscribe import Source
 

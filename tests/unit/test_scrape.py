@@ -18,17 +18,8 @@ from hypothesis import strategies as st
 
 from collection_manager.config.errors import ConfigError
 from producers.sources import scrape as scrape_module
-from producers.sources.scrape import (
-    Filters,
-    Scrape,
-    ScrapeError,
-    ScrapeLimits,
-    canonical_labels,
-    check_target,
-    fetch,
-    parse,
-    scrape,
-)
+from producers.sources.scrape import Filters, Scrape, canonical_labels, parse, scrape
+from producers.sources.scrape_fetch import ScrapeError, ScrapeLimits, check_target, fetch
 
 EXPOSITION = """\
 # HELP http_requests_total Requests served.

@@ -36,7 +36,8 @@ from producers.sources.plugin import (
     parse_options,
     source_names,
 )
-from producers.sources.scrape import Filters, Scrape, ScrapeLimits
+from producers.sources.scrape import Filters, Scrape
+from producers.sources.scrape_fetch import ScrapeLimits
 from producers.sources.shared import SharedSource
 from producers.sources.simulated import PLUGIN as SIMULATED
 from schemas.introspection import introspection_spec
