@@ -27,7 +27,8 @@ from collection_manager.control.errors import ReplicaRunningError
 from collection_manager.core.errors import CollectionManagerError, InfrastructureError
 from collection_manager.core.specs import CollectionSpec, validate_row
 from collection_manager.storage.replication import Durability
-from producers.agent import AgentConfig, ReplicaAgent
+from producers.agent import ReplicaAgent
+from producers.agent_config import AgentConfig
 from producers.replica_process import ReplicaProcess
 from producers.simulated import Row, Update, apply_updates
 from producers.sources.plugin import SourceCollection

@@ -27,7 +27,8 @@ from collection_manager.observability.endpoint import Endpoint, process_registry
 from collection_manager.observability.health import Health
 
 if TYPE_CHECKING:
-    from producers.agent import AgentConfig, ReplicaAgent
+    from producers.agent import ReplicaAgent
+    from producers.agent_config import AgentConfig
     from producers.subscribe import Source
 
 
@@ -96,7 +97,7 @@ def _agent_sources(args: argparse.Namespace, replica: ReplicaConfig) -> AgentSou
 
 def run_replica(args: argparse.Namespace) -> int:
     """Adds the replica, runs its agent, and removes it again on a clean stop."""
-    from producers.agent import AgentConfig
+    from producers.agent_config import AgentConfig
 
     if args.state_file is not None and args.steps is None:
         # The state is written once the agent published its last step; without one, never.

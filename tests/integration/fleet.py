@@ -21,7 +21,8 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.store import RedisStore
-from producers.agent import TTL_COLLECTIONS, AgentConfig, ReplicaAgent
+from producers.agent import TTL_COLLECTIONS, ReplicaAgent
+from producers.agent_config import AgentConfig
 from schemas.introspection import introspection_specs
 
 # Leases far shorter than the outages the tests inject, so an outage that expired anybody

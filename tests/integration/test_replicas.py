@@ -30,7 +30,8 @@ from collection_manager.core.filters import eq
 from collection_manager.core.requests import Append
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.store import RedisStore
-from producers.agent import AgentConfig, ReplicaAgent
+from producers.agent import ReplicaAgent
+from producers.agent_config import AgentConfig
 from schemas.codec import encode_request
 from schemas.introspection import introspection_specs
 from tests.integration.spark_query import consumer_query

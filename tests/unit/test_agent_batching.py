@@ -16,7 +16,8 @@ from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.requests import MAX_TTL_MS, Append, Heartbeat, Request
 from collection_manager.core.shutdown import ShutdownToken
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from producers.agent import AgentConfig, ReplicaAgent
+from producers.agent import ReplicaAgent
+from producers.agent_config import AgentConfig
 from producers.batching import PublishedState, append_batches, with_replica
 from producers.metrics import AgentCollector, stop_cause
 from producers.simulated import COLUMNS, SimulatedReplica, Update
