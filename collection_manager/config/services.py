@@ -14,7 +14,7 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
-from collection_manager.config.settings import InfraConfig
+from collection_manager.config.infra import InfraConfig
 from collection_manager.core.errors import InfrastructureError
 
 

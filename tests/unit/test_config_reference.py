@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 
 import pytest
 
-from collection_manager.config import settings as config
+from collection_manager import config
 from collection_manager.config.reference import (
     CONFIG_CLASSES,
     PAGE,
@@ -44,12 +46,19 @@ def test_every_setting_has_a_help_text() -> None:
 
 
 def test_every_config_class_is_in_the_reference() -> None:
-    # A new settings class in config/settings.py must be added to CONFIG_CLASSES, or it goes
-    # undocumented.
+    # A new settings class (a dataclass of setting() fields, in any module of config/) must
+    # be added to CONFIG_CLASSES, or it goes undocumented.
+    modules = [
+        importlib.import_module(f"{config.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(config.__path__)
+    ]
     defined = {
         cls
-        for _, cls in inspect.getmembers(config, inspect.isclass)
-        if dataclasses.is_dataclass(cls) and cls.__module__ == config.__name__
+        for module in modules
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if dataclasses.is_dataclass(cls)
+        and cls.__module__ == module.__name__
+        and any("help" in field.metadata for field in dataclasses.fields(cls))
     }
     assert defined == set(CONFIG_CLASSES)
 
