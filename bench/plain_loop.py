@@ -23,11 +23,8 @@ from collection_manager.storage.client import redis_client
 from collection_manager.storage.dead_letters import DeadLetterLedger
 from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.store import RedisStore
-from spark_consumers.dead_letters import (
-    dead_letter_producer,
-    producer_max_bytes,
-    send_dead_letters,
-)
+from spark_consumers.dead_letter_producer import dead_letter_producer, producer_max_bytes
+from spark_consumers.dead_letters import send_dead_letters
 from spark_consumers.decode import KafkaRecord, decode_records, refuse_unissued
 
 logger = logging.getLogger(__name__)

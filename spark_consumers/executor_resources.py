@@ -25,7 +25,7 @@ from collection_manager.storage.epochs import IssuedEpochs
 from collection_manager.storage.progress import guarded_client
 from collection_manager.storage.replicas import ReplicaRecord
 from collection_manager.storage.writes import StoreWriter
-from spark_consumers.dead_letters import dead_letter_producer
+from spark_consumers.dead_letter_producer import dead_letter_producer
 
 if TYPE_CHECKING:  # for annotations only: the applier imports this module
     from spark_consumers.applier import ExecutorSettings

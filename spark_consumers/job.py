@@ -22,7 +22,7 @@ from collection_manager.kafka.topics import admin_client
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.replication import ReplicasBehindError
 from spark_consumers.applier import SUMMARY_SCHEMA, ExecutorSettings, PartitionApplier
-from spark_consumers.dead_letters import dead_letter_max_bytes
+from spark_consumers.dead_letter_producer import dead_letter_max_bytes
 from spark_consumers.errors import ConsumerError
 from spark_consumers.metrics import BatchMetrics, record_batch
 from spark_consumers.startup import DriverProgress, StartPlan, plan_start

@@ -28,7 +28,8 @@ from collection_manager.storage.dead_letters import (
 from collection_manager.storage.store import RedisStore
 from schemas.codec import encode_request
 from schemas.introspection import introspection_spec
-from spark_consumers.dead_letters import dead_letter_producer, send_dead_letters
+from spark_consumers.dead_letter_producer import dead_letter_producer
+from spark_consumers.dead_letters import send_dead_letters
 from spark_consumers.decode import DeadLetter, KafkaRecord
 from spark_consumers.job import start_consumer
 from tests.support import assert_eventually

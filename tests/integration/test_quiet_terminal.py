@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, Producer
 
 from collection_manager.devservices import Endpoints
 from collection_manager.kafka.message_limits import max_message_bytes
-from spark_consumers.dead_letters import producer_max_bytes
+from spark_consumers.dead_letter_producer import producer_max_bytes
 from tests.integration.consumer_process import consumer_env, kill, start_consumer
 from tests.integration.own_services import OwnService
 from tests.support import assert_eventually

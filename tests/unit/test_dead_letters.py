@@ -15,12 +15,14 @@ from collection_manager.storage.dead_letters import (
     UnpublishedLetter,
     bounded,
 )
-from spark_consumers.dead_letters import (
+from spark_consumers.dead_letter_producer import (
     HEADER_ALLOWANCE,
-    NOT_ACKNOWLEDGED,
     PRODUCER_MAX_BYTES_CEILING,
-    dead_letter_headers,
     producer_max_bytes,
+)
+from spark_consumers.dead_letters import (
+    NOT_ACKNOWLEDGED,
+    dead_letter_headers,
     publish,
     send_dead_letters,
 )

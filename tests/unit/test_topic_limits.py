@@ -17,8 +17,8 @@ from collection_manager.kafka.errors import (
     TopicConfigError,
     TopicMissingError,
 )
-from spark_consumers import dead_letters
-from spark_consumers.dead_letters import dead_letter_max_bytes, producer_max_bytes
+from spark_consumers import dead_letter_producer
+from spark_consumers.dead_letter_producer import dead_letter_max_bytes, producer_max_bytes
 
 REQUEST_MAX = 1_048_588
 
@@ -56,8 +56,8 @@ def test_a_request_topic_not_there_yet_leaves_the_limit_to_the_broker(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     missing = TopicMissingError("cannot describe topic 'cm.requests': UNKNOWN_TOPIC_OR_PART")
-    monkeypatch.setattr(dead_letters, "max_message_bytes", _raises(missing))
-    monkeypatch.setattr(dead_letters, "fit_max_message_bytes", _unexpected)
+    monkeypatch.setattr(dead_letter_producer, "max_message_bytes", _raises(missing))
+    monkeypatch.setattr(dead_letter_producer, "fit_max_message_bytes", _unexpected)
     with caplog.at_level(logging.INFO):
         limit = dead_letter_max_bytes("127.0.0.1:9", "cm.requests", "cm.dead-letters")
     assert limit == producer_max_bytes(None)
@@ -78,7 +78,7 @@ def test_a_request_topic_that_cannot_be_described_warns_unless_kafka_is_away(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(dead_letters, "max_message_bytes", _raises(fault))
+    monkeypatch.setattr(dead_letter_producer, "max_message_bytes", _raises(fault))
     with caplog.at_level(logging.INFO):
         dead_letter_max_bytes("127.0.0.1:9", "cm.requests", "cm.dead-letters")
     assert [r.levelname for r in caplog.records] == [level]
@@ -94,9 +94,11 @@ def test_the_dead_letter_topic_is_fitted_to_the_request_topic(
         return at_least
 
     monkeypatch.setattr(
-        dead_letters, "max_message_bytes", lambda _b, names: dict.fromkeys(names, REQUEST_MAX)
+        dead_letter_producer,
+        "max_message_bytes",
+        lambda _b, names: dict.fromkeys(names, REQUEST_MAX),
     )
-    monkeypatch.setattr(dead_letters, "fit_max_message_bytes", fit)
+    monkeypatch.setattr(dead_letter_producer, "fit_max_message_bytes", fit)
     limit = dead_letter_max_bytes("127.0.0.1:9", "cm.requests", "cm.dead-letters")
     assert asked == [("cm.dead-letters", limit)]
     assert limit == producer_max_bytes(REQUEST_MAX)
