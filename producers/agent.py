@@ -26,11 +26,8 @@ from collection_manager.core.outages import OutageLog
 from collection_manager.core.requests import Heartbeat
 from collection_manager.core.shutdown import Cancelled, ShutdownToken
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.kafka.producer import (
-    DeliveryStats,
-    KafkaProducer,
-    ProducerConfig,
-)
+from collection_manager.kafka.deliveries import DeliveryStats
+from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from producers.agent_config import AgentConfig
 from producers.batching import PublishedState
 from producers.routing import key_for

@@ -33,7 +33,8 @@ from confluent_kafka import KafkaError
 from collection_manager.core.requests import Append
 from collection_manager.core.shutdown import Cancelled, ShutdownToken, guard
 from collection_manager.core.specs import CollectionSpec
-from collection_manager.kafka.producer import PURGE_CODES, KafkaProducer
+from collection_manager.kafka.deliveries import PURGE_CODES
+from collection_manager.kafka.producer import KafkaProducer
 from producers.batching import PublishedState, append_batches, bucket_parts, with_replica
 from producers.routing import key_for, partition_for
 from producers.simulated import Row, Update, apply_updates

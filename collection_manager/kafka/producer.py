@@ -1,9 +1,10 @@
 """A thin wrapper over ``confluent_kafka.Producer`` for the replica agent (STYLE 6).
 
-It enforces what correctness rests on (idempotence, ``acks=all``, Java-compatible key partitioning:
-docs/concepts/requests-and-ordering.md), counts every delivery outcome, and purges its local queue
-when a subscribe is cancelled (docs/concepts/epochs-and-fences.md), after which it accepts no more
-messages. ``purge()`` is producer-wide: give each subscribe its own ``KafkaProducer``.
+It enforces what correctness rests on (idempotence, ``acks=all``, Java-compatible key
+partitioning: docs/concepts/requests-and-ordering.md), counts every delivery outcome
+(``deliveries.py``), and purges its local queue when a subscribe is cancelled
+(docs/concepts/epochs-and-fences.md), after which it accepts no more messages. ``purge()`` is
+producer-wide: give each subscribe its own ``KafkaProducer``.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from collection_manager.core.outages import OutageLog
 from collection_manager.core.shutdown import Cancelled
+from collection_manager.kafka.deliveries import DeliveryOutcomes, DeliveryStats, broker_outage
 from collection_manager.kafka.errors import ProducerError, ProducerQueueFullError
 from collection_manager.kafka.security import from_environment
 
@@ -35,24 +35,6 @@ ENFORCED: Mapping[str, str] = MappingProxyType(
     {"enable.idempotence": "true", "acks": "all", "partitioner": "murmur2_random"}
 )
 _SECRET_WORDS = ("password", "secret", "token", "key")
-# Delivery reports of messages dropped on purpose (``purge``), not failed.
-PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
-# librdkafka reports a broker away several times a second, from each producer: every
-# producer of one bootstrap in this process shares one outage, logged when it begins and
-# when a delivery succeeds again.
-_OUTAGES: dict[str, OutageLog] = {}
-_SETTLE_S = 2.0
-_OUTAGES_LOCK = threading.Lock()
-
-
-def broker_outage(bootstrap: str) -> OutageLog:
-    """The outage log of the Kafka cluster at ``bootstrap``, shared in this process."""
-    with _OUTAGES_LOCK:
-        found = _OUTAGES.get(bootstrap)
-        if found is None:
-            found = OutageLog(logger, f"Kafka at {bootstrap}", settle_s=_SETTLE_S)
-            _OUTAGES[bootstrap] = found
-        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,65 +105,6 @@ class ProducerConfig:
         }
 
 
-@dataclasses.dataclass(frozen=True)
-class DeliveryStats:
-    """Messages accepted into the local queue (``produced``), acknowledged by the broker
-    (``delivered``), failed for good (``failed``; by librdkafka error name in ``failures``)
-    and dropped by :meth:`KafkaProducer.purge` (``purged``)."""
-
-    produced: int = 0
-    delivered: int = 0
-    failed: int = 0
-    purged: int = 0
-    failures: Mapping[str, int] = dataclasses.field(default_factory=dict)
-
-    @property
-    def pending(self) -> int:
-        """Messages whose outcome is not known yet."""
-        return self.produced - self.delivered - self.failed - self.purged
-
-
-class _Outcomes:
-    """Thread-safe counters fed by delivery reports (served by whichever thread polls)."""
-
-    def __init__(self, outage: OutageLog | None = None) -> None:
-        self.lock = threading.Lock()
-        self.produced = self.delivered = self.purged = 0
-        self.failures: Counter[str] = Counter()
-        self._outage = outage
-
-    def record(self, err: KafkaError | None, msg: Message) -> None:
-        with self.lock:
-            if err is None:
-                self.delivered += 1
-        if err is None:
-            if self._outage is not None:
-                self._outage.succeeded()
-            return
-        with self.lock:
-            if err.code() in PURGE_CODES:
-                self.purged += 1
-                return
-            self.failures[err.name()] += 1
-            seen = self.failures[err.name()]
-        # Each kind of failure is logged at its first occurrence, then every 1,000th, so a
-        # broker outage cannot flood the log; stats() has the exact counts. While the
-        # broker is away (its outage logged once), they are part of it: INFO, for -v.
-        if seen == 1 or seen % 1000 == 0:
-            away = self._outage is not None and self._outage.ongoing
-            (logger.info if away else logger.error)(
-                "delivery to %s [%s] failed (%s, occurrence %d): %s",
-                msg.topic(), msg.partition(), err.name(), seen, err.str(),
-            )  # fmt: skip
-
-    def snapshot(self) -> DeliveryStats:
-        with self.lock:
-            failures = dict(self.failures)
-            return DeliveryStats(
-                self.produced, self.delivered, sum(failures.values()), self.purged, failures
-            )
-
-
 class KafkaProducer:
     """The agent's producer: lazy, idempotent, counting, purgeable.
 
@@ -197,7 +120,7 @@ class KafkaProducer:
         self._factory = factory
         self._producer: Producer | None = None
         self._outage = broker_outage(config.bootstrap)
-        self._outcomes = _Outcomes(self._outage)
+        self._outcomes = DeliveryOutcomes(self._outage)
         # Held around producer creation, each single produce() call and purge(), so no
         # message can enter the queue between a purge and the fuse it sets.
         self._lock = threading.Lock()
@@ -249,10 +172,8 @@ class KafkaProducer:
         headers: Sequence[tuple[str, bytes]] = (),
         partition: int | None = None,
     ) -> None:
-        """Queues one message, then serves delivery reports.
-
-        On a full queue it serves reports for ``buffer_full_poll_s`` and tries again, at most
-        ``buffer_full_retries`` times.
+        """Queues one message, then serves delivery reports; on a full queue it serves reports
+        for ``buffer_full_poll_s`` and tries again, at most ``buffer_full_retries`` times.
 
         Args:
             topic: destination topic.
