@@ -154,52 +154,8 @@ class OpenMetricsPlugin:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The target, the family filters and the scrape's bounds."""
-        limits = ScrapeLimits()
-        parser.add_argument(
-            "--target",
-            required=True,
-            help="URL of the replica's metrics, http(s)://host:port/metrics",
-        )
-        parser.add_argument(
-            "--include",
-            action="append",
-            default=[],
-            metavar="REGEX",
-            help="keep only metric families whose name matches one (repeatable; default: all)",
-        )
-        parser.add_argument(
-            "--exclude",
-            action="append",
-            default=[],
-            metavar="REGEX",
-            help="drop metric families whose name matches one (repeatable; wins over "
-            "--include; default: none)",
-        )
-        parser.add_argument(
-            "--max-samples",
-            type=int,
-            default=limits.max_samples,
-            help=f"a scrape with more samples fails (default {limits.max_samples})",
-        )
-        parser.add_argument(
-            "--max-bytes",
-            type=int,
-            default=limits.max_bytes,
-            help=f"a scrape whose answer is longer fails (default {limits.max_bytes})",
-        )
-        parser.add_argument(
-            "--max-labels-chars",
-            type=int,
-            default=limits.max_labels_chars,
-            help="a scrape with a longer label text in one sample fails "
-            f"(default {limits.max_labels_chars})",
-        )
-        parser.add_argument(
-            "--scrape-timeout",
-            type=float,
-            metavar="SECONDS",
-            help="a scrape not done by then fails (default: one step interval)",
-        )
+        _add_target_options(parser)
+        _add_bound_options(parser)
 
     def create(self, options: argparse.Namespace, context: SourceContext) -> Mapping[str, Source]:
         """One scrape per step, shared by the two collections.
@@ -222,6 +178,61 @@ class OpenMetricsPlugin:
         filters = Filters.of(options.include, options.exclude)
         source = OpenMetricsSource(context.replica_id, target, filters, limits)
         return SharedSource(source, [METRIC_SAMPLES, SCRAPE_STATUS]).views()
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    """What is scraped: ``--target``, and the families kept (``--include``, ``--exclude``)."""
+    parser.add_argument(
+        "--target",
+        required=True,
+        help="URL of the replica's metrics, http(s)://host:port/metrics",
+    )
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="keep only metric families whose name matches one (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="drop metric families whose name matches one (repeatable; wins over "
+        "--include; default: none)",
+    )
+
+
+def _add_bound_options(parser: argparse.ArgumentParser) -> None:
+    """What a scrape may cost: the sizes default to :class:`ScrapeLimits`'s, the timeout to
+    one step interval (see ``create``)."""
+    limits = ScrapeLimits()
+    parser.add_argument(
+        "--max-samples",
+        type=int,
+        default=limits.max_samples,
+        help=f"a scrape with more samples fails (default {limits.max_samples})",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        default=limits.max_bytes,
+        help=f"a scrape whose answer is longer fails (default {limits.max_bytes})",
+    )
+    parser.add_argument(
+        "--max-labels-chars",
+        type=int,
+        default=limits.max_labels_chars,
+        help="a scrape with a longer label text in one sample fails "
+        f"(default {limits.max_labels_chars})",
+    )
+    parser.add_argument(
+        "--scrape-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a scrape not done by then fails (default: one step interval)",
+    )
 
 
 def check_timeout(timeout_s: float, context: SourceContext) -> None:
