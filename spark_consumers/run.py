@@ -96,11 +96,10 @@ def run_consumer(
     observed = _started_observability(config, endpoints)
     run = _ConsumerRun(config, endpoints, observed, duration_s)
     try:
-        if not run.consume(spark_config, infra_config, replica_namespace, ready):
-            return  # stopped before the query: a claim lost meanwhile is not raised
+        run.consume(spark_config, infra_config, replica_namespace, ready)
     finally:
         run.close()
-    if run.lost:
+    if run.lost:  # before the query or during it: the takeover is said, never a quiet end
         raise ClaimLostError(config.topic, run.lost[0], run.claim.expiry_s)
 
 
@@ -166,15 +165,14 @@ class _ConsumerRun:
         infra_config: Any,
         replica_namespace: str,
         ready: Callable[[str | None], None] | None,
-    ) -> bool:
-        """Readies the query's services, then runs it until ``stop``; False if stopped first."""
+    ) -> None:
+        """Readies the query's services, then runs it until ``stop`` (which may come first)."""
         timer = self._prepare()
         if timer is None:
-            return False
+            return
         spark = build_spark_session(spark_config, infra_config, "collection-manager-consumer")
         config = self._config.with_checkpoint(infra_config)
         self._run_query(spark, config, replica_namespace, timer, ready)
-        return True
 
     def _prepare(self) -> RetractionTimer | None:
         """Claims the topic, readies Redis, awaits the topic and starts the retraction timer.
