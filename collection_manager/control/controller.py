@@ -2,15 +2,15 @@
 (docs/concepts/epochs-and-fences.md, docs/concepts/leases-and-retention.md).
 
 ``add_replica`` issues a new epoch and announces it; ``remove_replica`` retracts the replica's rows
-from every introspection collection with a fenced ``Delete`` (keyed by the collection, so it lands
-in order with that collection's appends; in a collection bucketed by ``replica_id``, keyed by the
-one bucket that holds the replica's rows, and produced to that bucket's partition when the buckets
-were assigned partitions, in order with its appends there; bucketed by another column, one part
-per bucket, each to its bucket's partition) and announces the removal; ``check_leases`` removes
-replicas whose heartbeats stopped for the TTL in log time (docs/concepts/leases-and-retention.md)
-and publishes the ticks that move log time. Every publish is flushed before the call returns: a
-caller that adds a replica after removing it can rely on the retractions being ahead of the new
-incarnation's appends in each partition.
+from every introspection collection with a fenced ``Delete`` (routed as ``removal.py`` tells) and
+announces the removal; ``check_leases`` removes replicas whose heartbeats stopped for the TTL in log
+time (docs/concepts/leases-and-retention.md) and publishes the ticks that move log time. Every
+publish is flushed before the call returns: a caller that adds a replica after removing it can rely
+on the retractions being ahead of the new incarnation's appends in each partition.
+
+Beside it: what a removal sends, which expired replicas a check removes and what retention deletes
+(``removal.py``); how requests are published (``publishing.py``); the ticks (``ticks.py``), the
+lease table (``leases.py``) and the member records (``members.py``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import redis
 
 from collection_manager.config import ReplicaConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.control import metrics
-from collection_manager.control.errors import ControllerError, ReplicaRunningError
+from collection_manager.control.errors import CONTROLLER_FAULTS, ReplicaRunningError
 from collection_manager.control.leases import Beat, Lease, LeaseTable, lease_ended
 from collection_manager.control.members import (
     ACTIVE,
@@ -39,38 +39,28 @@ from collection_manager.control.members import (
     begin_removal,
     finish_removal,
 )
+from collection_manager.control.publishing import Placed, publish
+from collection_manager.control.removal import (
+    collect_removed,
+    fenced_deletes,
+    remove_expired,
+    replica_units,
+)
 from collection_manager.control.status import ReplicaStatus, statuses
 from collection_manager.control.ticks import Ticker
-from collection_manager.core.errors import CollectionManagerError
 from collection_manager.core.fences import Fence
-from collection_manager.core.filters import eq
 from collection_manager.core.outages import OutageLog
-from collection_manager.core.requests import (
-    Delete,
-    ReplicaAdded,
-    ReplicaRemoved,
-    Request,
-    request_key,
-)
-from collection_manager.core.routing import partition_of, route_delete
+from collection_manager.core.requests import ReplicaAdded, ReplicaRemoved
 from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from collection_manager.storage.client import REDIS_FAULTS, connected_client
+from collection_manager.storage.client import connected_client
 from collection_manager.storage.declared import DeclaredCollections
-from collection_manager.storage.keys import CollectionKeys
 from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
 from collection_manager.storage.replication import Durability
-from schemas.codec import encode_request
-from schemas.introspection import INTROSPECTION_COLLECTIONS, REPLICA_COLUMN
-
-# What a lease check or a removal survives: it is logged and retried at the next check.
-CONTROLLER_FAULTS: tuple[type[Exception], ...] = (CollectionManagerError, *REDIS_FAULTS)
+from schemas.introspection import INTROSPECTION_COLLECTIONS
 
 logger = logging.getLogger(__name__)
-
-# A request and the partition it must be produced to (None: its key picks one).
-Placed = tuple[Request, int | None]
 
 __all__ = ["Controller", "ReplicaStatus", "now_ms"]
 
@@ -197,7 +187,9 @@ class Controller:
             if member is None:
                 return None
             fence = Fence(replica_id, member.epoch)
-            deletes = self._fenced_deletes(replica_id, reason, fence)
+            deletes = fenced_deletes(
+                self._declared, self.replica_collections(), replica_id, reason, fence
+            )
             self._publish([*deletes, (ReplicaRemoved(replica_id, member.epoch), None)])
             at = now_ms()
             self._members.update(replica_id, lambda m: finish_removal(m, member.epoch, at))
@@ -206,23 +198,6 @@ class Controller:
             metrics.REMOVALS.inc()
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
-
-    def _fenced_deletes(self, replica_id: str, reason: str, fence: Fence) -> list[Placed]:
-        """The deletes that retract ``replica_id``'s rows from each replica collection,
-        routed by the catalog's buckets as they are now (read per removal: a collection
-        dropped and created again with other buckets is routed as it is now), each with
-        its bucket's partition where the buckets were assigned partitions, as the agents'
-        appends there. One the catalog lacks gets an unbucketed delete, as before buckets
-        (a dead letter naming the unknown collection)."""
-        names = self.replica_collections()
-        specs = self._declared.catalog_specs(names)
-        deletes: list[Placed] = []
-        for name in names:
-            delete = Delete(name, eq(REPLICA_COLUMN, replica_id), reason, fence)
-            spec = specs.get(name)
-            routed = [delete] if spec is None else route_delete(delete, spec)
-            deletes.extend((part, partition_of(part, spec)) for part in routed)
-        return deletes
 
     def collection_specs(self, names: Sequence[str]) -> dict[str, CollectionSpec]:
         """The catalog's definitions of those of ``names`` that exist, with their buckets:
@@ -319,10 +294,12 @@ class Controller:
             at = self._tick_time(snapshot.log_times, wall_ms)
             beats, partitions = _beats(snapshot, active)
             self._members.save_leases(self._leases.sync(active, beats, at, partitions))
-            removed = self._remove_expired(snapshot.log_times)
+            expired = self._leases.expire(snapshot.log_times)
+            removed = remove_expired(expired, self.remove_replica, self.config.replica_ttl_ms)
             least = self._leases.least_left(snapshot.log_times)
             metrics.LEASE_LEFT_MIN.set(math.inf if least is None else least / 1000)
-            self._collect(members.values())
+            due = now_ms() - self.config.replica_retention_ms  # removals then or before
+            collect_removed(self._members, self._client, members.values(), due, self._units)
             published = self._ticker.tick(at)
             self._clock.published(published)
             if not published:
@@ -332,38 +309,6 @@ class Controller:
                 metrics.REPLICAS.labels(state).set(states[state])
             return removed
 
-    def _collect(self, members: Iterable[Member]) -> None:
-        """Deletes the control state of replicas removed longer than the retention ago.
-
-        The authority goes first (from then on the consumer refuses their requests), the
-        fences after: a crash in between leaves the member record, and the next check
-        finishes the collection.
-        """
-        due = now_ms() - self.config.replica_retention_ms  # removals then or before
-        for member in members:
-            if member.state != REMOVED or (member.removed_at or 0) > due:
-                continue
-            if self._members.collect(member):
-                fences = [CollectionKeys(unit).fences for unit in self._replica_units()]
-                pipe = self._client.pipeline(transaction=False)
-                for key in fences:
-                    pipe.hdel(key, member.replica_id)
-                pipe.execute()
-                self._members.forget(member)
-                metrics.COLLECTED.inc()
-                logger.info("collected replica %s (epoch %d)", member.replica_id, member.epoch)
-
-    def _replica_units(self) -> list[str]:
-        """The storage units of the replica collections: where fences live (a bucketed
-        collection's in each bucket its fenced deletes reached)."""
-        names = self.replica_collections()
-        specs = self._declared.catalog_specs(names)
-        units: list[str] = []
-        for name in names:
-            spec = specs.get(name)
-            units.extend([name] if spec is None else [unit.name for unit in spec.units()])
-        return units
-
     def _log_times(self) -> dict[int, int]:
         return self._sightings.snapshot(self.topic).log_times
 
@@ -371,21 +316,6 @@ class Controller:
         """A tick time above every tick applied: a lease from it counts only later ticks."""
         newest = max(log_times.values(), default=0)
         return self._clock.next(now_ms() if wall_ms is None else wall_ms, newest)
-
-    def _remove_expired(self, log_times: dict[int, int]) -> list[str]:
-        removed = []
-        reason = f"lease expired (no heartbeat for {self.config.replica_ttl_ms} ms of log time)"
-        for lease in self._leases.expire(log_times):
-            # One failure must not skip the other expired replicas: a failed removal left
-            # its member ``removing`` (retried by the next check) or ``active`` (re-leased).
-            try:
-                if self.remove_replica(lease.replica_id, reason, epoch=lease.epoch) is not None:
-                    metrics.EXPIRIES.inc()
-                    logger.warning("replica %s epoch %d: %s", lease.replica_id, lease.epoch, reason)
-                    removed.append(lease.replica_id)
-            except CONTROLLER_FAULTS as exc:
-                logger.error("removing %s failed, will retry: %s", lease.replica_id, exc)
-        return removed
 
     def lease(self, replica_id: str) -> Lease | None:
         """The lease this controller's table holds for ``replica_id``, if any."""
@@ -423,24 +353,11 @@ class Controller:
         members = self._members.all()
         return statuses(members, self._members.leases(), self._sightings.all())
 
-    # Publishing
-
     def _publish(self, requests: Sequence[Placed]) -> None:
-        """Produces ``requests`` in order, each keyed by ``request_key`` (its storage unit,
-        or its replica id) and to its partition when it has one (else the key picks it),
-        and waits for every acknowledgement."""
-        failed_before = self._producer.stats().failed
-        for request, partition in requests:
-            key = request_key(request)
-            self._producer.produce(
-                self.topic, key.encode(), encode_request(request), partition=partition
-            )
-        remaining = self._producer.flush(30)
-        failed = self._producer.stats().failed - failed_before
-        if remaining or failed:
-            raise ControllerError(
-                f"{remaining} requests unacknowledged and {failed} failed", topic=self.topic
-            )
+        publish(self._producer, self.topic, requests)
+
+    def _units(self) -> list[str]:
+        return replica_units(self._declared, self.replica_collections())
 
 
 def _beats(

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collection_manager.core.errors import CollectionManagerError, utc
+from collection_manager.storage.client import REDIS_FAULTS
+
+# What a lease check or a removal survives: it is logged and retried at the next check.
+CONTROLLER_FAULTS: tuple[type[Exception], ...] = (CollectionManagerError, *REDIS_FAULTS)
 
 
 class ControllerError(CollectionManagerError):
