@@ -8,9 +8,10 @@ time (docs/concepts/leases-and-retention.md) and publishes the ticks that move l
 publish is flushed before the call returns: a caller that adds a replica after removing it can rely
 on the retractions being ahead of the new incarnation's appends in each partition.
 
-Beside it: what a removal sends, which expired replicas a check removes and what retention deletes
-(``removal.py``); how requests are published (``publishing.py``); the ticks (``ticks.py``), the
-lease table (``leases.py``) and the member records (``members.py``).
+Beside it: the reads, in the base class ``ReplicaView`` (``replica_view.py``); what a removal sends,
+which expired replicas a check removes and what retention deletes (``removal.py``); how requests are
+published (``publishing.py``); the ticks (``ticks.py``), the lease table (``leases.py``) and the
+member records (``members.py``).
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ import redis
 from collection_manager.config import ReplicaConfig
 from collection_manager.config.errors import ConfigError
 from collection_manager.control import metrics
-from collection_manager.control.errors import CONTROLLER_FAULTS, ReplicaRunningError
-from collection_manager.control.leases import Beat, Lease, LeaseTable, lease_ended
+from collection_manager.control.errors import CONTROLLER_FAULTS
+from collection_manager.control.leases import Beat, Lease, LeaseTable
 from collection_manager.control.members import (
     ACTIVE,
     REMOVED,
     REMOVING,
     Member,
-    MemberRecord,
     added,
     begin_removal,
     finish_removal,
@@ -46,7 +46,8 @@ from collection_manager.control.removal import (
     remove_expired,
     replica_units,
 )
-from collection_manager.control.status import ReplicaStatus, statuses
+from collection_manager.control.replica_view import ReplicaView
+from collection_manager.control.status import ReplicaStatus
 from collection_manager.control.ticks import Ticker
 from collection_manager.core.fences import Fence
 from collection_manager.core.outages import OutageLog
@@ -55,10 +56,8 @@ from collection_manager.core.specs import CollectionSpec
 from collection_manager.core.ticks import TickClock, check_member_id
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 from collection_manager.storage.client import connected_client
-from collection_manager.storage.declared import DeclaredCollections
-from collection_manager.storage.replicas import ReplicaRecord, ReplicaSnapshot
+from collection_manager.storage.replicas import ReplicaSnapshot
 from collection_manager.storage.replication import Durability
-from schemas.introspection import INTROSPECTION_COLLECTIONS
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +69,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Controller:
-    """Owns replica membership.
+class Controller(ReplicaView):
+    """Owns replica membership; its reads (statuses, live members, the replica
+    collections) are :class:`ReplicaView`'s.
 
     Args:
         producer: publishes the control and delete requests (the controller's own).
@@ -94,23 +94,13 @@ class Controller:
         collections: Sequence[str] | None = None,
         durability: Durability | None = None,
     ) -> None:
-        self.config = config or ReplicaConfig()
-        if self.config.replica_retention_ms < 1:
+        config = config or ReplicaConfig()
+        if config.replica_retention_ms < 1:
             raise ConfigError(
-                f"CM_REPLICA_RETENTION_MS must be at least 1 ms, "
-                f"not {self.config.replica_retention_ms}"
+                f"CM_REPLICA_RETENTION_MS must be at least 1 ms, not {config.replica_retention_ms}"
             )
-        self.topic = topic
-        self.collections = tuple(
-            collections
-            if collections is not None
-            else (name + self.config.collection_suffix for name in INTROSPECTION_COLLECTIONS)
-        )
+        super().__init__(client, topic, config, collections, durability)
         self._producer = producer
-        self._client = client
-        self._members = MemberRecord(client, self.config.replica_namespace, durability)
-        self._declared = DeclaredCollections(client, self.config.replica_namespace)
-        self._sightings = ReplicaRecord(client, self.config.replica_namespace)
         self._leases = LeaseTable(self.config.replica_ttl_ms)
         self._clock = TickClock()
         self._ticker = Ticker(producer, self._members, topic)
@@ -199,12 +189,6 @@ class Controller:
             logger.info("removed replica %s epoch %d: %s", replica_id, member.epoch, reason)
             return member.epoch
 
-    def collection_specs(self, names: Sequence[str]) -> dict[str, CollectionSpec]:
-        """The catalog's definitions of those of ``names`` that exist, with their buckets:
-        what agents route their requests by (read once at their start: a live collection's
-        buckets never change)."""
-        return self._declared.catalog_specs(names)
-
     def declare_collections(self, specs: Sequence[CollectionSpec], source: str) -> list[str]:
         """Creates the collections of an agent's ``source`` that are missing, and records
         them, so that removals retract replicas' rows there too; returns the created ones.
@@ -213,59 +197,6 @@ class Controller:
             CollectionManagerError: when one exists in another shape, or over the bound.
         """
         return self._declared.declare(specs, source)
-
-    def replica_collections(self) -> tuple[str, ...]:
-        """Where a removal retracts a replica's rows: the built-in introspection
-        collections and those agents declared that still exist."""
-        return tuple(dict.fromkeys([*self.collections, *self._declared.existing()]))
-
-    def live_member(self, replica_id: str) -> ReplicaStatus | None:
-        """``replica_id``'s status while it is a live member: active, and its lease not
-        ended in log time (an agent may run under its epoch); None otherwise (never added,
-        removed, being removed, or its lease ended and the lease loop removes it)."""
-        member = self._members.get(replica_id)
-        if member is None or member.state != ACTIVE:
-            return None
-        leases = self._members.leases()
-        lease = leases.get(replica_id)
-        ended = (
-            lease is not None
-            and lease.epoch == member.epoch
-            and lease_ended(lease, self._log_times())
-        )
-        if ended:
-            return None
-        return statuses({replica_id: member}, leases, self._sightings.all())[0]
-
-    def check_replaceable(
-        self, replica_id: str, replace: bool, option: str = "--replace"
-    ) -> ReplicaStatus | None:
-        """Before :meth:`add_replica` of a process that runs an agent: the live member it
-        would fence, if any (only with ``replace``).
-
-        Raises:
-            ReplicaRunningError: when ``replica_id`` is a live member and not ``replace``;
-                its message names ``option``, the way to replace it.
-        """
-        running = self.live_member(replica_id)
-        if running is not None and not replace:
-            raise ReplicaRunningError(
-                replica_id,
-                running.epoch,
-                running.last_heartbeat_at,
-                running.lease_expires_at,
-                option,
-            )
-        return running
-
-    def member(self, replica_id: str) -> Member | None:
-        """The membership record of ``replica_id``."""
-        return self._members.get(replica_id)
-
-    def is_current(self, replica_id: str, epoch: int) -> bool:
-        """Whether ``epoch`` is ``replica_id``'s active incarnation (agents poll this)."""
-        member = self._members.get(replica_id)
-        return member is not None and member.epoch == epoch and member.state == ACTIVE
 
     # Leases
 
@@ -309,9 +240,6 @@ class Controller:
                 metrics.REPLICAS.labels(state).set(states[state])
             return removed
 
-    def _log_times(self) -> dict[int, int]:
-        return self._sightings.snapshot(self.topic).log_times
-
     def _tick_time(self, log_times: dict[int, int], wall_ms: int | None = None) -> int:
         """A tick time above every tick applied: a lease from it counts only later ticks."""
         newest = max(log_times.values(), default=0)
@@ -347,11 +275,6 @@ class Controller:
                 outage.failed(exc)
             went_round()
             stop.wait(interval)
-
-    def replicas(self) -> list[ReplicaStatus]:
-        """Every replica the controller knows, by id."""
-        members = self._members.all()
-        return statuses(members, self._members.leases(), self._sightings.all())
 
     def _publish(self, requests: Sequence[Placed]) -> None:
         publish(self._producer, self.topic, requests)
