@@ -3,11 +3,14 @@ the same run's baseline: the read as it was, which checked nothing.
 
 On a Redis given by URL (best a ``redis-server`` of its own), it loads ``--rows`` rows
 (``bench/http_reads.py``'s ``load_rows``), then streams them whole with ``stream_rows``
-(the storage side of NDJSON and Arrow, no HTTP) three ways, the first two ``--repeat``
+(the storage side of NDJSON and Arrow, no HTTP) four ways, the first three ``--repeat``
 times each, taking turns:
 
 - ``baseline``: steps that say nothing of their order, and 8-byte fingerprints, as before;
-- ``shipped``: as shipped (the step's probe, the stretches, 16-byte fingerprints);
+- ``shipped``: as shipped (the step's probe, the stretches, 16-byte fingerprints of the
+  encodings Redis sent);
+- ``repr fingerprints``: as shipped but for the fingerprints, of each row's ``repr`` as
+  before b1a73c6 (issue 51: the Arrow read's CPU);
 - ``through a shrink``: as shipped, with 95% of the rows deleted after the tenth step, so
   that steps name stretches they may have scanned again and are checked.
 
@@ -57,6 +60,20 @@ class _PlainEmitted(streamed.SpilledEmitted):
         self.count += len(prints)
 
 
+class _NoEncodings(RedisStepReads):
+    """The steps as shipped, without keeping the encodings Redis sent."""
+
+    def keep_encodings(self) -> dict[Row, bytes]:
+        return {}
+
+
+class _ReprEmitted(streamed.SpilledEmitted):
+    """The record before b1a73c6: fingerprints of each row's ``repr``."""
+
+    def __init__(self, _encoding: Callable[[Row], bytes]) -> None:
+        super().__init__(lambda row: repr(row).encode())
+
+
 def _read(client: redis.Redis, between: Callable[[int], None] = lambda _: None) -> int:
     stream = streamed.stream_rows(client, client_spec(client), None, None)
     rows = 0
@@ -72,12 +89,15 @@ def client_spec(client: redis.Redis) -> Any:
 
 @dataclasses.dataclass
 class _Patched:
-    """Swaps the stream's step reads and record for the baseline's, while it is open."""
+    """Swaps the stream's step reads and record for others (the baseline's), while open."""
+
+    reads: type[RedisStepReads] = _Unordered
+    emitted: type[streamed.SpilledEmitted] = _PlainEmitted
 
     def __enter__(self) -> None:
         self._reads, self._emitted = streamed.RedisStepReads, streamed.SpilledEmitted
-        streamed.RedisStepReads = _Unordered  # type: ignore[misc]
-        streamed.SpilledEmitted = _PlainEmitted  # type: ignore[misc]
+        streamed.RedisStepReads = self.reads  # type: ignore[misc]
+        streamed.SpilledEmitted = self.emitted  # type: ignore[misc]
 
     def __exit__(self, *_: object) -> None:
         streamed.RedisStepReads = self._reads  # type: ignore[misc]
@@ -109,12 +129,16 @@ def main() -> None:
     # Interleaved, so that a neighbour's load falls on both alike.
     baseline: list[tuple[float, int]] = []
     shipped: list[tuple[float, int]] = []
+    by_repr: list[tuple[float, int]] = []
     for _ in range(args.repeat):
         with _Patched():
             baseline += _timed(lambda: _read(client), 1)
         shipped += _timed(lambda: _read(client), 1)
+        with _Patched(_NoEncodings, _ReprEmitted):
+            by_repr += _timed(lambda: _read(client), 1)
     _figure("baseline", baseline)
     _figure("shipped", shipped)
+    _figure("repr fingerprints", by_repr)
     offsets = itertools.count(10**9)
 
     def delete_most(step: int) -> None:
