@@ -8,7 +8,7 @@ the tests take their names from here.
 
 from __future__ import annotations
 
-# Each counter's meaning (the help of its metric, see spark_consumers/exporter.py).
+# Each counter's meaning (the help of its metric, see spark_consumers/exporter_metrics.py).
 MEANINGS: dict[str, str] = {
     "requests": "Requests applied (merged appends count one each).",
     "steps": "Write steps, each one tick of the collection's time.",
