@@ -57,8 +57,8 @@ _INTRO = """\
 Every setting is an environment variable `CM_<FIELD>`, read when a command starts; an unset
 variable keeps the default. Booleans accept `1`/`true`/`yes` and `0`/`false`/`no`; an empty
 value unsets an optional setting; `~` in a path is expanded. Defaults under `~` follow
-`XDG_CACHE_HOME` and `XDG_STATE_HOME` when those are set. This page is generated from
-`collection_manager/config/settings.py`; a unit test fails when it differs.
+`XDG_CACHE_HOME` and `XDG_STATE_HOME` when those are set. This page is generated from the
+classes of `collection_manager/config/`; a unit test fails when it differs.
 """
 
 # Defaults computed from the environment (the home directory, XDG_* variables) are
