@@ -19,7 +19,8 @@ from collection_manager.kafka.errors import (
 from collection_manager.kafka.message_limits import fit_max_message_bytes, max_message_bytes
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
 
-logger = logging.getLogger(__name__)
+# The name it logged under before it moved here: log filters and levels may name it.
+logger = logging.getLogger("spark_consumers.dead_letters")
 
 # librdkafka refuses a larger message.max.bytes; used when the topic's limit is unknown.
 PRODUCER_MAX_BYTES_CEILING = 1_000_000_000

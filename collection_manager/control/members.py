@@ -1,7 +1,7 @@
 """Replica membership in Redis: issued epochs, member records and persisted leases.
 
 Keys, under a namespace (default ``cm:replicas``; every replica key is named by
-``ReplicaKeys`` in ``storage/keys.py``):
+``ReplicaKeys`` in ``storage/replica_keys.py``):
 
 - ``{<ns>}:issued``: hash replica id -> the epochs it may claim, advanced atomically (a
   script) so two controllers never hand out the same epoch, and ``{<ns>}:collected``, the

@@ -24,7 +24,8 @@ from collection_manager.kafka.errors import (
 )
 from collection_manager.kafka.topics import admin_client
 
-logger = logging.getLogger(__name__)
+# The name it logged under before it moved here: log filters and levels may name it.
+logger = logging.getLogger("collection_manager.kafka.topics")
 
 MAX_MESSAGE_BYTES = "max.message.bytes"
 # librdkafka's codes for a broker that did not answer, rather than one that refused.

@@ -30,7 +30,7 @@ _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))
 
 def configure(level: int, log_format: str) -> None:
     """Sends the root logger's records at ``level`` and above to stderr in ``log_format``
-    (``text`` or ``json``; settings.py's ``LogConfig`` checked it)."""
+    (``text`` or ``json``; ``config/infra.LogConfig`` checked it)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(TEXT))
     logging.basicConfig(level=level, handlers=[handler], force=True)

@@ -1,7 +1,7 @@
 """The controller's epoch records: where they live, and reading the authority from them.
 
 The controller (``control/members.py``) issues epochs from the namespace's sequence and
-records each replica's range in the ``issued`` hash (``storage/keys.py``, the one
+records each replica's range in the ``issued`` hash (``storage/replica_keys.py``, the one
 definition of these keys for both); the consumer only reads them here and refuses what
 ``core/epochs.py`` says.
 """

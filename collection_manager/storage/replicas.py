@@ -1,6 +1,6 @@
 """What the consumer saw of each replica, and how far it applied the log, per namespace.
 
-Two records under the namespace's keys (``ReplicaKeys`` in ``storage/keys.py``):
+Two records under the namespace's keys (``ReplicaKeys`` in ``storage/replica_keys.py``):
 
 - *sightings*: each replica's latest control request, newest epoch wins. The controller
   renews leases from them and shows them in ``replicas list``.

@@ -26,7 +26,8 @@ from collection_manager.storage.store import RedisStore
 from collection_manager.storage.writes import StoreWriter
 from spark_consumers.cut_settling import settle_cuts
 
-logger = logging.getLogger(__name__)
+# The name it logged under before it moved here: log filters and levels may name it.
+logger = logging.getLogger("spark_consumers.retraction_timer")
 
 
 _RETRACTED = ("scheduled_retractions", "expirations")

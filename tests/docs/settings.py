@@ -1,5 +1,5 @@
 """The defaults the docs quote for ``CM_*`` settings against
-collection_manager/config/settings.py (pure but for importing the config classes).
+the classes of collection_manager/config/ (pure but for importing the config classes).
 
 The patterns checked, in the prose of README.md and docs/**/*.md (generated pages and
 blocks and code blocks left out; backticks around the name optional):
@@ -136,7 +136,7 @@ def page_problems(
                 name, value = found["name"], found["value"].strip()
                 where = f"{page}:{line.number}"
                 if name not in known:
-                    problems.append(f"{where}: {name} is no setting (config/settings.py)")
+                    problems.append(f"{where}: {name} is no setting (collection_manager/config/)")
                     continue
                 verdicts = [
                     _matches(value, field, default, index == _SHELL_VALUE)

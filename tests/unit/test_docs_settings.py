@@ -75,7 +75,7 @@ def test_a_quoted_default_that_is_the_codes_passes(line: str) -> None:
             "`CM_CHECKPOINT_DIR` (default `/tmp/x`)",
             "CM_CHECKPOINT_DIR defaults to unset in the code, not '`/tmp/x`'",
         ),
-        ("`CM_GONE` (default 3)", "CM_GONE is no setting (config/settings.py)"),
+        ("`CM_GONE` (default 3)", "CM_GONE is no setting (collection_manager/config/)"),
         (
             "`CM_ROW_TTL_MS` (default\n7 s)",
             "CM_ROW_TTL_MS defaults to `6000` in the code, not '7 s'",
