@@ -4,7 +4,8 @@ The claim is the consumer's alive key (``heartbeats.py``), ``cm:alive:consumer:<
 holding who claimed it: a token of its own, the host, the pid namespace, the pid and its
 start time, and since when. One small script on that one key (so a Redis Cluster serves it
 too) claims it when it is free, takes it over from a holder that is stale, and renews it
-only while it still holds our value: a compare-and-set, so two consumers never both hold it.
+only while it holds our value or a stale holder's (a failover that lost the tail puts the
+predecessor's back): a compare-and-set, so two consumers never both hold it.
 
 A holder is stale when its key expired (Redis's clock judges, a few missed beats after
 the last), or when it was claimed on this very host and pid namespace by a process that no
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import logging
 import os
 import socket
 import uuid
@@ -31,6 +33,8 @@ from collection_manager.core.errors import utc
 from collection_manager.storage.client import as_text
 from collection_manager.storage.errors import StorageError
 from collection_manager.storage.heartbeats import ALIVE_EXPIRY_S, CONSUMER, alive_key
+
+logger = logging.getLogger(__name__)
 
 # Sets KEYS[1] to ARGV[1] for ARGV[2] seconds when it is missing, holds ARGV[1] already (a
 # renewal) or holds ARGV[3] (the stale holder the caller judged); else returns what it
@@ -207,9 +211,25 @@ class ConsumerClaim:
         raise ClaimHeldError(self.topic, Holder.decode(stale), self.expiry_s)
 
     def renew(self, client: redis.Redis) -> Holder | None:
-        """Renews the claim while it is ours (or free again); else returns who holds it."""
-        current = self._set(client, "")
-        return None if current is None else Holder.decode(current)
+        """Renews the claim while it is ours, free again or held by a stale holder; else
+        returns who holds it.
+
+        A stale holder stands in our place after a Redis failover that lost the tail: the
+        promoted replica has the claim of the consumer this one took over from, not the
+        taking over. Taking it back is as safe as the first time: that holder is gone.
+        """
+        try:
+            stale = self.acquire(client)
+        except ClaimHeldError as held:
+            return held.holder
+        if stale is not None:
+            logger.warning(
+                "the claim on topic %s was held again by a consumer that no longer runs "
+                "(%s; a Redis failover lost this one's claim?): taken back",
+                self.topic,
+                stale.describe(),
+            )
+        return None
 
     def release(self, client: redis.Redis) -> None:
         """Gives the claim up, if it is still ours: a clean stop shows at once."""

@@ -51,10 +51,14 @@ class Agent:
 
     def last_words(self) -> str:
         """Why it stopped, without its id and epoch (so that exits can be counted by kind)."""
-        lines = [line for line in self.log.read_text(errors="replace").splitlines() if line]
-        last = lines[-1] if lines else f"exit {self.process.returncode}, no output"
-        last = re.sub(r"replica \S+ epoch \d+ ", "", last)
+        last = re.sub(r"replica \S+ epoch \d+ ", "", last_line(self.log))
         return re.sub(r"127\.0\.0\.1:\d+", "a node", last)[:110]
+
+
+def last_line(log: Path) -> str:
+    """The last line a process wrote: its error, when it stopped by itself."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line]
+    return lines[-1] if lines else "no output"
 
 
 class Deployment:
@@ -195,11 +199,13 @@ class Deployment:
         """One pass: starts again what stopped by itself (see the module's docstring)."""
         with self._lock:
             if not self._consumer_down and self.consumer and self.consumer.poll() is not None:
-                self.unexpected.append(f"consumer exited with {self.consumer.returncode}")
+                code, words = self.consumer.returncode, last_line(self.consumer_log)[:300]
+                self.unexpected.append(f"consumer exited with {code} ({words})")
                 self.start_consumer()
             controller = self.controller
             if not self._controller_down and controller and controller.poll() is not None:
-                self.unexpected.append(f"controller exited with {controller.returncode}")
+                words = last_line(self.logs / "controller.log")[:300]
+                self.unexpected.append(f"controller exited with {controller.returncode} ({words})")
                 self.start_controller()
             for replica_id, agent in list(self.agents.items()):
                 if agent.down or agent.running():
