@@ -25,8 +25,8 @@ from collection_manager.config import SPARK_VERSION, InfraConfig, SparkConfig, f
 from collection_manager.core.requests import Append
 from collection_manager.devservices.setup import prepare
 from collection_manager.kafka.producer import KafkaProducer, ProducerConfig
-from schemas.codec import HEADER_SIZE, decode_request, encode_request
-from schemas.registry import request_schema
+from schemas.codec import HEADER_SIZE, MAGIC, decode_request, encode_request
+from schemas.registry import released_request_schemas, request_schema, schema_fingerprint
 from spark_consumers.session import build_spark_session
 
 AVRO = f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}"
@@ -37,15 +37,20 @@ VARIANTS = {
 }
 
 
-def _publish(bootstrap: str, topic: str, requests: int, updates: int) -> None:
+def _publish(bootstrap: str, topic: str, requests: int, updates: int) -> bytes:
+    """Publishes the requests; returns the first one's bytes (its header names its schema)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
     producer = KafkaProducer(ProducerConfig(bootstrap, client_id="bench-decode"))
+    first = b""
     for i in range(requests):
         rows = tuple(((f"r{i % 3}", f"e{j}", j, i * 1.5), 1) for j in range(updates))
         request = Append(f"c{i % 5}", f"r{i % 3}", 1, rows, produced_at=i)
-        producer.produce(topic, request.collection.encode(), encode_request(request))
+        value = encode_request(request)
+        first = first or value
+        producer.produce(topic, request.collection.encode(), value)
     assert producer.close(60) == 0
+    return first
 
 
 def _fastavro(frames: Iterable[Any]) -> Iterator[Any]:
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with services() as endpoints:
         topic = f"bench-decode-{uuid.uuid4().hex[:8]}"
-        _publish(endpoints.kafka_bootstrap, topic, args.requests, args.updates)
+        sample = _publish(endpoints.kafka_bootstrap, topic, args.requests, args.updates)
         prepare(from_env(InfraConfig), extra_spark_packages=[AVRO])
         spark = build_spark_session(
             from_env(SparkConfig), from_env(InfraConfig), "bench-decode", extra_packages=[AVRO]
@@ -120,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             .select("value")
         ).cache()
         raw.count()  # read Kafka once: every variant then decodes the same cached bytes
-        schema = json_schema()
+        schema = writer_schema_json(sample)
         decoded = raw.select(
             from_avro(F.expr(f"substring(value, {HEADER_SIZE + 1})"), schema).alias("r")
         ).select("r.body")
@@ -160,11 +165,15 @@ def main() -> None:
     )
 
 
-def json_schema() -> str:
-    """The request schema as JSON, for from_avro."""
+def writer_schema_json(message: bytes) -> str:
+    """The schema ``message`` was written with, as JSON, for from_avro: a writer's schema,
+    as unbucketed requests are written with the oldest released one (schemas/codec.py)."""
     import json
 
-    return json.dumps(request_schema())
+    for schema in (request_schema(), *released_request_schemas()):
+        if schema_fingerprint(schema) == message[len(MAGIC) : HEADER_SIZE]:
+            return json.dumps(schema)
+    raise ValueError(f"no known request schema wrote {message[:HEADER_SIZE].hex()}")
 
 
 if __name__ == "__main__":
