@@ -301,6 +301,13 @@ def _intro(results: Mapping[str, Any]) -> list[str]:
         "scale cannot test the target.",
         "",
     ]
+    for name, rerun in results.get("reruns", {}).items():
+        lines += [
+            f"> **`{name}` was run again alone** after the run failed it, at commit "
+            f"{rerun['commit'][:7]} ({rerun['date']}); its rows are from that run, beside "
+            "that run's own baselines (`bench/notes.md` says why).",
+            "",
+        ]
     if results.get("quick"):
         lines += [
             "> **Quick run** (`--quick`): smoke-test scale. The figures show the machinery "
