@@ -9,8 +9,15 @@ from typing import Any
 import pytest
 
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
-from bench.curve_figures import curves, curves_details, efficiencies, fleet_plan, model_rows
-from bench.curves import ladder
+from bench.curve_figures import (
+    at_capacity,
+    curves,
+    curves_details,
+    efficiencies,
+    fleet_plan,
+    model_rows,
+)
+from bench.curves import ladder, walk
 from bench.report import render
 
 
@@ -116,3 +123,45 @@ def test_a_climb_starts_at_the_capacity_found_on_fewer_cores() -> None:
     assert ladder("2500,5000,10000", 5002.0) == [5000, 10000]  # offered is a little off
     assert ladder("2500,5000,10000", 1200.0) == [2500, 5000, 10000]  # below the ladder
     assert ladder("2500,5000,10000", 10010.0) == [10000]
+
+
+def walked(
+    holding: set[float], rates: list[float], fail_once: frozenset[float] = frozenset()
+) -> list[tuple[float, bool]]:
+    """The (rate, counted) steps :func:`walk` runs when the rates in ``holding`` hold, and
+    those in ``fail_once`` fail at their first counted try only."""
+    ran: list[tuple[float, bool]] = []
+    tried: set[float] = set()
+
+    def attempt(rate: float, counted: bool) -> bool:
+        ran.append((rate, counted))
+        if counted and rate in fail_once and rate not in tried:
+            tried.add(rate)
+            return False
+        return rate in holding
+
+    walk(attempt, rates, steps_down=2)
+    return ran
+
+
+def test_a_climb_warms_up_uncounted_then_climbs_until_a_rate_fails_twice() -> None:
+    ran = walked({1.0, 2.0}, [1.0, 2.0, 4.0, 8.0])
+    assert ran == [(1.0, False), (1.0, True), (2.0, True), (4.0, True), (4.0, True)]
+
+
+def test_a_step_that_fails_once_is_run_again_and_the_climb_goes_on() -> None:
+    ran = walked({1.0, 2.0, 4.0}, [1.0, 2.0, 4.0], fail_once=frozenset({2.0}))
+    assert ran == [(1.0, False), (1.0, True), (2.0, True), (2.0, True), (4.0, True)]
+
+
+def test_a_first_rate_that_fails_twice_is_halved_until_one_holds() -> None:
+    ran = walked({2.5}, [10.0, 20.0])
+    assert ran == [(10.0, False), (10.0, True), (10.0, True), (5.0, True), (5.0, True),
+                   (2.5, True)]  # fmt: skip
+    assert walked(set(), [10.0])[-1] == (2.5, True)  # two halvings at most
+
+
+def test_the_step_that_sets_a_capacity_is_the_one_that_held_at_that_rate() -> None:
+    point = _point(1, 1, 5_000)
+    point["steps"] = [_step(5_000, 1_500), _step(5_000, 400)]  # failed, then held
+    assert at_capacity(point) is point["steps"][1]
