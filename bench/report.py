@@ -303,7 +303,7 @@ def _intro(results: Mapping[str, Any]) -> list[str]:
     ]
     for name, rerun in results.get("reruns", {}).items():
         lines += [
-            f"> **`{name}` was run again alone** after the run failed it, at commit "
+            f"> **`{name}` was run again alone** after the run, at commit "
             f"{rerun['commit'][:7]} ({rerun['date']}); its rows are from that run, beside "
             "that run's own baselines (`bench/notes.md` says why).",
             "",

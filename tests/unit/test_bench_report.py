@@ -455,7 +455,7 @@ def test_a_benchmark_run_again_alone_is_named_with_its_commit() -> None:
     results = fixture()
     assert "run again alone" not in render(results, {})
     results["reruns"] = {"decode": {"commit": "b93eaab4401768", "date": "2026-12-03T14:25"}}
-    assert "> **`decode` was run again alone** after the run failed it, at commit b93eaab " in (
+    assert "> **`decode` was run again alone** after the run, at commit b93eaab " in (
         render(results, {})
     )
 
