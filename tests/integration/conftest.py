@@ -30,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from collection_manager import devservices
 from collection_manager.config import InfraConfig, SparkConfig, from_env
 from collection_manager.core.specs import CollectionSpec
+from collection_manager.kafka.errors import TopicConfigError
+from collection_manager.kafka.identity import topic_identity
 from collection_manager.storage.client import redis_client
 from collection_manager.storage.library import install
 from collection_manager.storage.store import RedisStore
@@ -39,6 +41,7 @@ from tests.integration.consumer_process import stop_leftovers
 from tests.integration.own_services import OwnService, services_kind, start_own_service
 from tests.integration.service_containers import ServiceContainer
 from tests.integration.workload import create_specs
+from tests.support import assert_eventually
 from tests.unit.strategies import FRONTIERS
 
 INTEGRATION_DIR = Path(__file__).parent
@@ -215,8 +218,18 @@ def topic(kafka: str, unique: str) -> Iterator[str]:
     admin = AdminClient({"bootstrap.servers": kafka})
     name = f"t-{unique}"
     admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(30)
+    # Created is not yet described: a consumer started at once (as tests start the query)
+    # met "unknown topic or partition" while the broker's metadata caught up.
+    assert_eventually(lambda: _described(admin, name), timeout=30)
     yield name
     admin.delete_topics([name])[name].result(30)
+
+
+def _described(admin: AdminClient, topic: str) -> None:
+    try:
+        topic_identity(admin, topic)
+    except TopicConfigError as exc:
+        raise AssertionError(str(exc)) from exc
 
 
 @pytest.fixture
