@@ -210,7 +210,11 @@ def parser() -> argparse.ArgumentParser:
         help="the consumer's core counts (default: 1, 2, 4, ... and the cores allowed)",
     )
     parser.add_argument("--bucket-counts", default="1,4,16", help="1 (the baseline) is added")
-    parser.add_argument("--rates", default="2500,5000,10000,20000,40000", help="updates/s")
+    parser.add_argument(
+        "--rates",
+        default="2500,3500,5000,7000,10000,14000,20000,28000,40000",
+        help="updates/s: steps of about the square root of 2, so a capacity is known within 41%%",
+    )
     parser.add_argument(
         "--steps-down",
         type=int,
