@@ -1,32 +1,26 @@
-"""A capacity model: what a load needs, from CPU seconds per update measured at one point.
+"""A capacity model: what a load needs, from costs measured at a few points.
 
 Pure (plain values in, plain values out), for the benchmark, the report and the docs'
-capacity plan alike. Each process kind's CPU is a :class:`Cost`: seconds per update
-applied, and seconds per second whatever the load (``fixed``: the trigger's batches come
-ten times a second, loaded or not), fitted by :func:`fit` over the steps of one measured
-point. :class:`Costs` holds them for the consumer's driver process, its executors (the JVM
-and the Python workers that apply), Redis's primaries together, the broker and the load
-generator. Each resource can carry at most so many updates a second (``(cores - fixed) /
-per update``):
+capacity plan alike. Two kinds of cost:
 
-- the consumer's cores, for its driver and executors;
-- its tasks: Spark runs one task per Kafka partition with data, at most one per core, so
-  ``min(cores, tasks)`` cores for the executors (with one bucket, one partition: one core
-  whatever the count; Amdahl's serial part);
-- its driver, one Python thread: one core;
-- the busiest Redis primary, one core serving its share of the collection's buckets;
-- the services' cores (Redis, the broker, the load generator) when apart from the
-  consumer's; when they share the consumer's cores instead, the two core limits are one,
-  for every kind at once.
+- CPU by process kind (:class:`Cost`: seconds per update applied, and seconds per second
+  whatever the load), fitted by :func:`fit` over the steps of one measured point, for the
+  consumer's driver and executors, Redis's primaries together, the broker and the load
+  generator (:class:`Costs`);
+- the consumer's micro-batch time and the latency it gives (``bench/batch_model.py``):
+  the consumer is busy all the time, and a batch costs per batch and per task as well as
+  per update, so what it carries within p99 1 s is bound by its batch time, not its CPU.
 
-The prediction is the lowest of these, times ``usable``: the share of the bottleneck that
-can be used with p99 publish-to-visible within its bound (below saturation: queues wait).
-``usable`` is calibrated at the point the costs come from (:func:`calibrate`), so that
-point's prediction is its measurement and every other point tests the model.
+:func:`limits` gives what each resource carries at a :class:`Point` (its cores, tasks,
+primaries, and whether the services share its cores): the consumer's batches within the
+latency bound (slowed, where shared, by what the services take of the cores); the busiest
+Redis primary, one core serving its share of the buckets; the services' cores when apart.
+:func:`predict` is the lowest.
 
-:func:`plan` turns the same costs into what a fleet needs: consumer cores and driver
-processes, Redis primaries, partitions (as many as tasks or primaries, whichever is
-more, each bucket on its own) and broker cores, each at ``usable`` of a core.
+:func:`plan` turns the same costs into what a fleet needs: consumer processes of a given
+size, a task per core; Redis primaries and broker cores each loaded no more than the
+busiest measured in a step that held; partitions as many as tasks or primaries, whichever
+is more, each bucket on its own.
 """
 
 from __future__ import annotations
@@ -34,6 +28,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+
+from bench.batch_model import BatchCost, Latency, highest, steady_time
+
+MAX_RATE = 1e9  # updates/s: the search's ceiling where nothing is paid per update
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +43,10 @@ class Cost:
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(self.per_update + other.per_update, self.fixed + other.fixed)
+
+    def cpu(self, rate: float) -> float:
+        """CPU seconds a second at ``rate`` updates a second."""
+        return self.fixed + self.per_update * rate
 
     def rate(self, cores: float) -> float:
         """The most updates a second ``cores`` carry (0 when the fixed part fills them; no
@@ -102,45 +104,65 @@ class Costs:
 
 
 @dataclasses.dataclass(frozen=True)
+class Model:
+    """The costs a prediction stands on: the batch time, the latency, CPU by kind."""
+
+    batch: BatchCost
+    latency: Latency
+    costs: Costs
+
+
+@dataclasses.dataclass(frozen=True)
 class Point:
     """Where the work runs: the consumer's cores, its tasks, the busiest primary's share
-    of the collection, and the services' cores (``shared``: the consumer's own)."""
+    of the collection, the services' cores (``shared``: the consumer's own), the trigger."""
 
     cores: int
     tasks: int
     busiest_primary: float
     service_cores: int
     shared: bool
+    trigger_s: float
 
 
-def limits(costs: Costs, point: Point) -> dict[str, float]:
-    """Each resource's most updates a second at full use (see the module's docstring)."""
+def stretch(costs: Costs, point: Point, rate: float) -> float:
+    """How much longer the consumer's work takes at ``rate`` for the services' CPU on its
+    cores: the cores its tasks would use against the cores left (1 when apart)."""
+    if not point.shared:
+        return 1.0
+    left = point.cores - costs.services.cpu(rate)
+    wanted = min(point.cores, point.tasks)
+    return math.inf if left <= 0 else max(1.0, wanted / left)
+
+
+def p99(model: Model, point: Point, rate: float) -> float:
+    """Publish-to-visible p99 (seconds) under a steady ``rate`` at ``point``."""
+    slowed = stretch(model.costs, point, rate)
+    batch = steady_time(model.batch, rate, point.tasks, point.cores, point.trigger_s, slowed)
+    return model.latency.p99(batch, point.trigger_s)
+
+
+def limits(model: Model, point: Point, bound_s: float) -> dict[str, float]:
+    """Each resource's most updates a second (see the module's docstring)."""
+    costs = model.costs
+    slope = model.batch.slope(point.tasks, point.cores)
+    upper = 1 / slope if slope > 0 else MAX_RATE  # where batches fall behind for good
     share = point.busiest_primary
     busiest = Cost(costs.redis.per_update * share, costs.redis.fixed * share)
     found = {
-        "consumer tasks": costs.executors.rate(min(point.cores, point.tasks)),
-        "driver": costs.driver.rate(1),
+        "consumer batches": highest(lambda rate: p99(model, point, rate) <= bound_s, upper),
         "busiest Redis primary": busiest.rate(1),
     }
-    if point.shared:
-        found["shared cores"] = (costs.consumer + costs.services).rate(point.cores)
-    else:
-        found["consumer cores"] = costs.consumer.rate(point.cores)
+    if not point.shared:
         found["service cores"] = costs.services.rate(point.service_cores)
     return found
 
 
-def predict(costs: Costs, point: Point, usable: float) -> tuple[float, str]:
+def predict(model: Model, point: Point, bound_s: float) -> tuple[float, str]:
     """The predicted capacity at ``point`` (updates/s) and the resource that bounds it."""
-    found = limits(costs, point)
+    found = limits(model, point, bound_s)
     bottleneck = min(found, key=found.__getitem__)
-    return usable * found[bottleneck], bottleneck
-
-
-def calibrate(costs: Costs, point: Point, measured: float) -> float:
-    """The usable share of the bottleneck at ``point``, where ``measured`` is its capacity."""
-    bound = min(limits(costs, point).values())
-    return measured / bound if bound else math.nan
+    return found[bottleneck], bottleneck
 
 
 def error(predicted: float, measured: float) -> float:
@@ -183,49 +205,77 @@ def costs_of(
 
 
 @dataclasses.dataclass(frozen=True)
+class Fleet:
+    """A fleet's load: ``replicas`` each sending so many updates in so many requests a
+    second; the largest collection carries ``largest_share`` of the updates."""
+
+    replicas: int
+    updates_per_replica_s: float
+    requests_per_replica_s: float
+    largest_share: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """The busiest a service's core was in a measured step that held (CPU seconds a
+    second): a plan loads none more."""
+
+    primary: float
+    broker: float
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
     """What a fleet needs (see :func:`plan`)."""
 
     updates_per_s: float
     requests_per_s: float
-    consumer_cores: int
+    process_cores: int
+    process_capacity: float  # updates/s one consumer process carries within the bound
     consumer_processes: int
     redis_primaries: int
     partitions: int
     broker_cores: int
     largest_buckets: int  # the buckets of the largest collection, each on its own partition
 
+    @property
+    def consumer_cores(self) -> int:
+        return self.consumer_processes * self.process_cores
+
 
 def plan(
-    costs: Costs, replicas: int, updates_per_replica_s: float, requests_per_replica_s: float,
-    usable: float, largest_share: float = 1.0,
-) -> Plan:  # fmt: skip
-    """Cores, consumer processes, Redis primaries, partitions and broker cores for
-    ``replicas`` each sending ``updates_per_replica_s`` updates in ``requests_per_replica_s``
-    requests a second: each unit (a core, a driver, a primary) carries ``usable`` of the
-    updates it could at full use, its fixed part paid on each (an upper bound for a
-    consumer process of several cores, which pays it once). The agents' own CPU is the
-    replicas', not counted. The largest collection, ``largest_share`` of the updates, needs
-    as many buckets as its part of the partitions."""
-    updates = replicas * updates_per_replica_s
-    requests = replicas * requests_per_replica_s
+    model: Model, fleet: Fleet, process_cores: int, held: Held, bound_s: float, trigger_s: float
+) -> Plan:
+    """Consumer processes of ``process_cores`` cores, Redis primaries, partitions and
+    broker cores for ``fleet``: each process on cores of its own with a task per core,
+    carrying what the batch model says it does within ``bound_s`` at ``trigger_s``; each
+    primary and broker core loaded as ``held`` (an upper bound: they may hold more). The
+    agents' own CPU is the replicas', not counted. The largest collection needs as many
+    buckets as its share of the partitions."""
+    updates = fleet.replicas * fleet.updates_per_replica_s
+    requests = fleet.replicas * fleet.requests_per_replica_s
+    alone = Point(process_cores, process_cores, 0.0, process_cores, False, trigger_s)
+    carried = limits(model, alone, bound_s)["consumer batches"]
+    if carried <= 0:
+        raise ValueError(f"a consumer process carries nothing within {bound_s} s")
 
-    def units(cost: Cost, load: float = updates) -> int:
-        carried = usable * cost.rate(1)  # updates (or requests) a second one unit carries
-        if carried <= 0:
-            raise ValueError(f"a core carries no updates: its fixed part fills it ({cost})")
-        return max(1, math.ceil(load / carried))
+    def units(cpu: float, per_unit: float, what: str) -> int:
+        if per_unit <= 0:
+            raise ValueError(f"no measured step held any {what} load")
+        return max(1, math.ceil(cpu / per_unit))
 
-    per_request = Cost(costs.broker_per_request, costs.broker.fixed)
-    primaries = units(costs.redis)
-    partitions = max(units(costs.executors), primaries)
+    processes = max(1, math.ceil(updates / carried))
+    primaries = units(model.costs.redis.cpu(updates), held.primary, "Redis")
+    broker_cpu = model.costs.broker_per_request * requests + model.costs.broker.fixed
+    partitions = max(processes * process_cores, primaries)
     return Plan(
         updates_per_s=updates,
         requests_per_s=requests,
-        consumer_cores=units(costs.consumer),
-        consumer_processes=units(costs.driver),
+        process_cores=process_cores,
+        process_capacity=carried,
+        consumer_processes=processes,
         redis_primaries=primaries,
         partitions=partitions,
-        broker_cores=units(per_request, requests),
-        largest_buckets=math.ceil(partitions * largest_share),
+        broker_cores=units(broker_cpu, held.broker, "broker"),
+        largest_buckets=math.ceil(partitions * fleet.largest_share),
     )

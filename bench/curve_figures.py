@@ -2,8 +2,9 @@
 
 A point is one (core count, bucket count) with its climb's steps; its capacity is the
 highest rate sustained at p99 within the bound. The capacity model
-(``bench/capacity_model.py``) takes its costs from the baseline (1 bucket on 1 core) at
-its capacity step, is calibrated there, and is run at every point.
+(``bench/capacity_model.py``) is fitted over the held steps of 1 and 4 buckets on 1 core
+(the batch time, the latency) and the baseline's (CPU by process kind), and is run at
+every point: the others test it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench import capacity_model as model
+from bench.batch_model import BatchSample, fit_cost, fit_latency
 from bench.climbs import sustained
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
 from bench.figure import Figure, Result
@@ -37,6 +39,11 @@ SHOWN = {  # the columns of CPU per million updates, by what runs where
 # each, a step a second of about 436 updates (the simulated source's defaults, counted).
 FLEET_REPLICAS, FLEET_UPDATES_PER_REPLICA_S, FLEET_REQUESTS_PER_REPLICA_S = 10_000, 436.0, 5.0
 FLEET_LARGEST_SHARE = 0.5  # arrangement_sizes: 2.2 of the 4.4 million updates/s
+# A consumer process's cores in the plan: an 8-core node's, a task (a bucket) per core.
+FLEET_PROCESS_CORES = 8
+# The points the model is fitted at, on 1 core: 1 bucket tells a batch's cost, 4 a
+# task's; every other point tests it.
+CALIBRATION_BUCKETS = (1, 4)
 
 
 def at_capacity(point: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -80,7 +87,12 @@ def efficiencies(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def point_of(point: Mapping[str, Any]) -> model.Point:
+def held(point: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The point's steps drained with p99 within the bound."""
+    return [s for s in point["steps"] if sustained(s) and s["p99_ms"] <= CAPACITY_P99_MS]
+
+
+def point_of(point: Mapping[str, Any], trigger_s: float) -> model.Point:
     """Where ``point``'s work ran, as the model takes it."""
     step = at_capacity(point) or point["steps"][0]
     per_primary = [n["buckets"] for n in step["nodes"]]
@@ -91,22 +103,27 @@ def point_of(point: Mapping[str, Any]) -> model.Point:
         busiest_primary=max(per_primary) / sum(per_primary),
         service_cores=len(set(layout["redis"]) | set(layout["kafka"])),
         shared=layout["shared"],
+        trigger_s=trigger_s,
     )
 
 
+def window_s(step: Mapping[str, Any]) -> float:
+    """A step's span: from its first send until all was applied (the load's span,
+    ``updates / offered``, and the drain)."""
+    return step["updates"] / step["offered"] + step["drain_s"]
+
+
 def cpu_per_second(step: Mapping[str, Any]) -> dict[str, float]:
-    """CPU seconds per second of each process kind over ``step``: from its first send until
-    all was applied (the load's span, ``updates / offered``, and the drain)."""
-    window = step["updates"] / step["offered"] + step["drain_s"]
+    """CPU seconds per second of each process kind over ``step``'s window."""
     return {
-        kind: per_million * step["updates"] / 1e6 / window
+        kind: per_million * step["updates"] / 1e6 / window_s(step)
         for kind, per_million in step["cpu_s_per_million"].items()
         if kind != "all"
     }
 
 
 def costs_at(point: Mapping[str, Any]) -> model.Costs | None:
-    """The model's costs fitted over ``point``'s drained steps (none without a capacity)."""
+    """The CPU costs fitted over ``point``'s drained steps (none without a capacity)."""
     steps = [s for s in point["steps"] if sustained(s) and s["messages_applied"]]
     if point["capacity"] is None or not steps:
         return None
@@ -115,17 +132,57 @@ def costs_at(point: Mapping[str, Any]) -> model.Costs | None:
     return model.costs_of(samples, PARTS, per_request)
 
 
-def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The model at every point: predicted capacity, bottleneck, measured, error."""
-    points = figures["points"]
-    base = baseline(points)
+def batch(step: Mapping[str, Any]) -> tuple[float, float]:
+    """A step's updates a batch and seconds a batch (Spark's triggerExecution)."""
+    phases = step["phases_s"]
+    return step["updates"] / phases["batches"], phases["triggerExecution"] / phases["batches"]
+
+
+def calibration(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The points the model is fitted at: 1 core, the calibration bucket counts."""
+    return [p for p in points if p["cores"] == 1 and p["buckets"] in CALIBRATION_BUCKETS]
+
+
+def trigger_s(figures: Mapping[str, Any]) -> float:
+    return float(figures["settings"]["trigger_ms"]) / 1000
+
+
+def fitted(figures: Mapping[str, Any]) -> model.Model | None:
+    """The model fitted over the calibration points' held steps: the batch cost, the
+    latency, and CPU by kind at the baseline (none without the baseline's capacity or a
+    held step with batches)."""
+    base = baseline(figures["points"])
     costs = None if base is None else costs_at(base)
-    if base is None or costs is None:
+    steps = [s for p in calibration(figures["points"]) for s in held(p) if s["phases_s"]["batches"]]
+    if costs is None or not steps:
+        return None
+    samples = [BatchSample(s["partitions_used"], *batch(s)) for s in steps]
+    cost = fit_cost(samples, serial=costs.driver.per_update)
+    trigger = trigger_s(figures)
+    seconds = [batch(s)[1] for s in steps]
+    latency = fit_latency(
+        [(max(t, trigger) + t, s["p99_ms"] / 1000) for s, t in zip(steps, seconds, strict=True)]
+    )
+    return model.Model(cost, latency, costs)
+
+
+def rung(rate: float, rates: Sequence[float]) -> float | None:
+    """The highest of the ladder's ``rates`` within ``rate`` (none below its foot)."""
+    return max((r for r in rates if r <= rate * 1.01), default=None)
+
+
+def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The model at every point: predicted capacity and the ladder's step it falls on,
+    bottleneck, measured, error."""
+    found = fitted(figures)
+    if found is None:
         return []
-    usable = model.calibrate(costs, point_of(base), base["capacity"])
+    fitted_at = [(p["cores"], p["buckets"]) for p in calibration(figures["points"])]
+    rates = [float(r) for r in figures["settings"]["rates"].split(",")]
     rows = []
-    for p in points:
-        predicted, bottleneck = model.predict(costs, point_of(p), usable)
+    for p in figures["points"]:
+        where = point_of(p, trigger_s(figures))
+        predicted, bottleneck = model.predict(found, where, figures["bound_ms"] / 1000)
         measured = p["capacity"]
         rows.append(
             {
@@ -133,28 +190,43 @@ def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "buckets": p["buckets"],
                 "measured": measured,
                 "predicted": predicted,
+                "predicted_rung": rung(predicted, rates),
                 "bottleneck": bottleneck,
                 "error": model.error(predicted, measured) if measured else math.nan,
-                "calibration": p is base,
+                "calibration": (p["cores"], p["buckets"]) in fitted_at,
             }
         )
     return rows
 
 
-def fleet_plan(figures: Mapping[str, Any]) -> tuple[model.Plan, model.Costs, float] | None:
-    """The model's plan for the fleet from the baseline's costs, with them and ``usable``
-    (none without the baseline, or when its fixed costs fill a core)."""
-    base = baseline(figures["points"])
-    costs = None if base is None else costs_at(base)
-    if base is None or costs is None:
+def held_loads(points: Sequence[Mapping[str, Any]]) -> model.Held:
+    """The busiest primary's and the broker's CPU seconds a second in any held step."""
+    steps = [s for p in points for s in held(p)]
+    return model.Held(
+        primary=max((n["cpu_s"] / window_s(s) for s in steps for n in s["nodes"]), default=0.0),
+        broker=max((cpu_per_second(s).get(BROKER, 0.0) for s in steps), default=0.0),
+    )
+
+
+def fleet_plan(figures: Mapping[str, Any]) -> tuple[model.Plan, model.Model, model.Held] | None:
+    """The model's plan for the fleet, with the model and the loads it stands on (none
+    without the model, or when nothing measured held a load)."""
+    found = fitted(figures)
+    if found is None:
         return None
-    usable = min(model.calibrate(costs, point_of(base), base["capacity"]), 1.0)
-    fleet = (FLEET_REPLICAS, FLEET_UPDATES_PER_REPLICA_S, FLEET_REQUESTS_PER_REPLICA_S)
+    loads = held_loads(figures["points"])
+    fleet = model.Fleet(
+        FLEET_REPLICAS, FLEET_UPDATES_PER_REPLICA_S, FLEET_REQUESTS_PER_REPLICA_S,
+        FLEET_LARGEST_SHARE,
+    )  # fmt: skip
     try:
-        plan = model.plan(costs, *fleet, usable=usable, largest_share=FLEET_LARGEST_SHARE)
-        return plan, costs, usable
+        plan = model.plan(
+            found, fleet, FLEET_PROCESS_CORES, loads, figures["bound_ms"] / 1000,
+            trigger_s(figures),
+        )  # fmt: skip
     except ValueError:
         return None
+    return plan, found, loads
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -202,26 +274,32 @@ def model_lines(result: Result) -> list[str]:
     if not rows:
         return ["The model needs the 1-bucket, 1-core point's capacity: none was measured."]
     lines = _table(
-        ["consumer cores", "buckets", "measured capacity", "model", "bound by", "error"],
+        ["consumer cores", "buckets", "measured capacity", "model", "model's step", "bound by",
+         "error"],
         [
             [
                 str(r["cores"]),
                 str(r["buckets"]),
                 number(r["measured"]),
                 number(r["predicted"]),
-                r["bottleneck"] + (" (calibrated here)" if r["calibration"] else ""),
+                number(r["predicted_rung"]),
+                r["bottleneck"] + (" (fitted here)" if r["calibration"] else ""),
                 "-" if math.isnan(r["error"]) else f"{r['error']:+.0%}",
             ]
             for r in rows
         ],
-    )
-    tested = [abs(r["error"]) for r in rows if not r["calibration"] and not math.isnan(r["error"])]
+    )  # fmt: skip
+    tested = [r for r in rows if not r["calibration"] and not math.isnan(r["error"])]
     if tested:
+        errors = sorted(abs(r["error"]) for r in tested)
+        on_step = sum(r["predicted_rung"] == r["measured"] for r in tested)
         lines += [
             "",
-            f"Error over the {len(tested)} predicted points: median "
-            f"{sorted(tested)[len(tested) // 2]:.0%}, worst {max(tested):.0%} (capacity is "
-            "measured on the ladder's rates, so a point is known only to a ladder step).",
+            f"Over the {len(tested)} points it was not fitted at: error median "
+            f"{errors[len(errors) // 2]:.0%}, worst {errors[-1]:.0%}; the model picks the "
+            f"measured step at {on_step} of them (capacity is measured on the ladder's "
+            "rates, so a point is known only to a step: the true capacity is at least the "
+            "measured and below the next step).",
         ]
     found = fleet_plan(figures)
     if found is not None:
@@ -229,12 +307,9 @@ def model_lines(result: Result) -> list[str]:
     return lines
 
 
-def plan_lines(plan: model.Plan, costs: model.Costs, usable: float) -> list[str]:
-    """The plan for the fleet, and the costs and usable share it stands on."""
-
-    def cost(c: model.Cost) -> str:
-        return f"{c.per_update * 1e6:.1f} CPU s per million updates + {c.fixed:.2f} CPU s/s"
-
+def plan_lines(plan: model.Plan, fitted_model: model.Model, loads: model.Held) -> list[str]:
+    """The plan for the fleet, and the costs and loads it stands on."""
+    cost, latency, costs = fitted_model.batch, fitted_model.latency, fitted_model.costs
     over = ""
     if plan.largest_buckets > MAX_BUCKETS:  # a bucket's partition is one task, one core
         over = f", more than the {MAX_BUCKETS} a collection may have"
@@ -242,16 +317,20 @@ def plan_lines(plan: model.Plan, costs: model.Costs, usable: float) -> list[str]
         f"For {FLEET_REPLICAS:,} replicas at {FLEET_UPDATES_PER_REPLICA_S:,.0f} updates "
         f"a second each in {FLEET_REQUESTS_PER_REPLICA_S:g} requests "
         f"({plan.updates_per_s:,.0f} updates/s, {plan.requests_per_s:,.0f} requests/s) the "
-        f"model asks for {plan.consumer_cores:,} consumer cores in "
-        f"{plan.consumer_processes:,} consumer processes, {plan.redis_primaries:,} Redis "
-        f"primaries, {plan.partitions:,} partitions (a bucket each) and "
+        f"model asks for {plan.consumer_processes:,} consumer processes of "
+        f"{plan.process_cores} cores ({plan.consumer_cores:,} cores, each process carrying "
+        f"{plan.process_capacity:,.0f} updates/s within p99 1 s), {plan.redis_primaries:,} "
+        f"Redis primaries, {plan.partitions:,} partitions (a bucket each) and "
         f"{plan.broker_cores:,} broker cores; the largest collection (half the updates) "
-        f"{plan.largest_buckets:,} buckets{over}"
-        "; from the 1-bucket, 1-core point's costs "
-        f"(driver {cost(costs.driver)}; executors {cost(costs.executors)}; Redis "
-        f"{cost(costs.redis)}; the broker {costs.broker_per_request * 1e3:.3f} CPU ms per "
-        f"request + {costs.broker.fixed:.2f} CPU s/s) and {usable:.0%} of a core usable "
-        "within p99 1 s.",
+        f"{plan.largest_buckets:,} buckets{over}. It stands on the batch time fitted at 1 "
+        f"core ({cost.per_batch * 1e3:.0f} ms a batch, {cost.per_task * 1e3:.1f} ms a task, "
+        f"{cost.per_update * 1e6:.1f} µs an update of which {cost.serial * 1e6:.1f} µs "
+        f"serial), p99 = {latency.scale:.2f} x (interval + batch time) "
+        f"{latency.offset * 1e3:+.0f} ms, Redis {costs.redis.per_update * 1e6:.1f} CPU s per "
+        f"million updates, the broker {costs.broker_per_request * 1e3:.3f} CPU ms a "
+        f"request, and no primary or broker core busier than the busiest measured in a "
+        f"step that held ({loads.primary:.2f} and {loads.broker:.2f} CPU s/s). Beyond 2 "
+        "cores the batch model is not checked on this machine.",
     ]
 
 
@@ -286,7 +365,8 @@ def curves_details(result: Result) -> list[str]:
         "",
         *efficiency_table(figures["points"]),
         "",
-        "The capacity model (`bench/capacity_model.py`), calibrated at 1 bucket on 1 core:",
+        "The capacity model (`bench/capacity_model.py`, the batch time of "
+        "`bench/batch_model.py`), fitted at 1 and 4 buckets on 1 core:",
         "",
         *model_lines(result),
     ]

@@ -18,8 +18,8 @@ resolution is the ladder's.
 The figures (``bench/curve_figures.py``): capacity and the applied rate at it, CPU seconds
 per million updates of the consumer, Redis, the broker and the load generator there, the
 scaling efficiency (capacity at k cores / k times that at 1 core, per bucket count), and
-the capacity model (``bench/capacity_model.py``) calibrated at 1 bucket on 1 core and run
-at every other point, its predictions beside the measurements with the error.
+the capacity model (``bench/capacity_model.py``) fitted at 1 and 4 buckets on 1 core and run
+at every point, its predictions beside the measurements with the error.
 
 Run: ``.venv/bin/python -m bench.curves [--core-counts 1,2] [--bucket-counts 1,4,16]``.
 """

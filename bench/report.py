@@ -39,7 +39,7 @@ PLOTS = {
     "spark_scale": "The Spark consumer's applied rate against the topic's partitions and "
     "the number of collections, offered more than it applies, beside the usual shape",
     "curves": "Capacity at p99 <= 1 s against the consumer's cores, per bucket count, with "
-    "the capacity model's predictions (calibrated at 1 bucket on 1 core)",
+    "the capacity model's predictions (fitted at 1 and 4 buckets on 1 core)",
     "reader_latency": "A separate reader's PING and point-query latency (p50, p99, max) with "
     "the consumer idle, applying at full speed, and during a large delete (log axis)",
 }

@@ -8,45 +8,66 @@ from typing import Any
 
 import pytest
 
+from bench.batch_model import BatchCost, Latency, steady_time
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
 from bench.curve_figures import (
     at_capacity,
     curves,
     curves_details,
     efficiencies,
+    fitted,
     fleet_plan,
     model_rows,
 )
 from bench.curves import ladder, walk
 from bench.report import render
 
+# The consumer's true costs the made-up steps follow: 150 ms a batch, 10 ms a task, 24 µs
+# an update; p99 the batch interval plus the batch time plus 50 ms; a 100 ms trigger.
+TRUE_COST = BatchCost(per_batch=0.150, per_task=0.010, per_update=24e-6)
+TRUE_LATENCY = Latency(scale=1.0, offset=0.050)
+TRIGGER_S = 0.1
+RATES = (5_000.0, 10_000.0, 20_000.0, 40_000.0)
 
-def _step(offered: float, p99_ms: float, drained: bool = True) -> dict[str, Any]:
+
+def _step(offered: float, tasks: int = 1, cores: int = 1) -> dict[str, Any]:
+    """A step of 100,000 updates at ``offered`` as the true costs have it."""
+    batch_s = steady_time(TRUE_COST, offered, tasks, cores, TRIGGER_S)
+    drained = math.isfinite(batch_s)
+    window = 100_000 / offered
+    batches = window / max(batch_s, TRIGGER_S) if drained else 1.0
     return {
         "offered": offered,
         "applied": offered,
-        "p50_ms": p99_ms / 2,
-        "p99_ms": p99_ms,
+        "p99_ms": TRUE_LATENCY.p99(batch_s, TRIGGER_S) * 1000,
         "drain_s": 0.0 if drained else math.inf,
         "updates": 100_000,
         "messages_applied": 1_000,
-        "partitions_used": 1,
-        "nodes": [{"buckets": 1}, {"buckets": 0}, {"buckets": 0}],
+        "partitions_used": tasks,
+        "phases_s": {"batches": batches, "triggerExecution": batches * batch_s},
+        "nodes": [{"buckets": 1, "cpu_s": 0.3 * window}, {"buckets": 0, "cpu_s": 0.0},
+                  {"buckets": 0, "cpu_s": 0.0}],
         "cpu_s_per_million": {
-            DRIVER: 10.0, JVM: 30.0, WORKERS: 10.0, REDIS: 20.0, BROKER: 10.0, BENCH: 10.0,
-            "all": 90.0,
+            DRIVER: 4.0, JVM: 15.0, WORKERS: 5.0, REDIS: 10.0, BROKER: 5.0, BENCH: 5.0,
+            "all": 44.0,
         },
     }  # fmt: skip
 
 
-def _point(cores: int, buckets: int, capacity: float | None) -> dict[str, Any]:
-    steps = [_step(5_000, 300), _step(10_000, 800), _step(20_000, 3_000)]
-    steps = [s for s in steps if capacity is None or s["offered"] <= capacity * 2]
-    for s in steps:
-        s["partitions_used"] = buckets
-        s["nodes"] = [{"buckets": buckets - 2 * (buckets // 3)}, {"buckets": buckets // 3},
-                      {"buckets": buckets // 3}]  # fmt: skip
+def _point(cores: int, buckets: int) -> dict[str, Any]:
+    """A point's climb up ``RATES`` until a step fails, its capacity the highest held."""
+    steps = []
+    for rate in RATES:
+        steps.append(_step(rate, buckets, cores))
+        if steps[-1]["p99_ms"] > 1_000:
+            break
+    spread = [{"buckets": buckets - 2 * (buckets // 3), "cpu_s": 1.0},
+              {"buckets": buckets // 3, "cpu_s": 0.5},
+              {"buckets": buckets // 3, "cpu_s": 0.5}]  # fmt: skip
+    for s in steps:  # over three primaries, the first the busiest
+        s["nodes"] = spread if buckets > 1 else s["nodes"]
     shared = cores == 2
+    held = [s["offered"] for s in steps if s["p99_ms"] <= 1_000]
     return {
         "cores": cores,
         "buckets": buckets,
@@ -58,23 +79,25 @@ def _point(cores: int, buckets: int, capacity: float | None) -> dict[str, Any]:
         },
         "placement": f"{cores} cores here",
         "steps": steps,
-        "capacity": capacity,
+        "capacity": max(held, default=None),
     }
 
 
 FIGURES = {
-    "points": [
-        _point(1, 1, 10_000),
-        _point(1, 4, 10_000),
-        _point(2, 1, 10_000),
-        _point(2, 4, 20_000),
-    ],
+    "points": [_point(1, 1), _point(1, 4), _point(1, 16), _point(2, 1), _point(2, 4)],
     "bound_ms": 1_000,
     "masters": 3,
     "partitions": 16,
     "replicas": 256,
+    "settings": {"trigger_ms": 100, "rates": ",".join(f"{r:.0f}" for r in RATES)},
 }
 RESULT = {"status": "ok", "figures": FIGURES, "scale": {}, "wall_s": 1.0}
+
+
+def test_the_made_up_climbs_find_what_the_true_costs_allow() -> None:
+    capacities = {(p["cores"], p["buckets"]): p["capacity"] for p in FIGURES["points"]}
+    assert capacities == {(1, 1): 20_000, (1, 4): 20_000, (1, 16): 10_000, (2, 1): 20_000,
+                          (2, 4): 40_000}  # fmt: skip
 
 
 def test_efficiency_per_bucket_count_against_its_one_core_point() -> None:
@@ -82,33 +105,55 @@ def test_efficiency_per_bucket_count_against_its_one_core_point() -> None:
     assert found == {(1, 2): pytest.approx(0.5), (4, 2): pytest.approx(1.0)}
 
 
-def test_the_model_is_calibrated_at_one_bucket_on_one_core_and_run_at_every_point() -> None:
-    rows = model_rows(FIGURES)
-    assert [(r["cores"], r["buckets"]) for r in rows] == [(1, 1), (1, 4), (2, 1), (2, 4)]
-    base = rows[0]
-    assert base["calibration"]
-    assert base["predicted"] == pytest.approx(10_000)
-    assert base["error"] == pytest.approx(0.0)
-    # 1 core, 1 bucket: the consumer's core binds (1 / 50 µs = 20,000), so usable is 0.5;
-    # 2 cores shared with every kind (90 µs an update): 2 / 90 µs x 0.5 = 11,111 against
-    # 10,000 measured.
-    assert rows[2]["bottleneck"] == "shared cores"
-    assert rows[2]["predicted"] == pytest.approx(1 / 90e-6)
-    assert rows[2]["error"] == pytest.approx(1 / 90e-6 / 10_000 - 1)
+def test_the_model_fitted_at_1_and_4_buckets_on_1_core_recovers_the_true_costs() -> None:
+    found = fitted(FIGURES)
+    assert found is not None
+    assert found.batch.per_batch == pytest.approx(0.150)
+    assert found.batch.per_task == pytest.approx(0.010)
+    assert found.batch.per_update == pytest.approx(24e-6)
+    assert found.batch.serial == pytest.approx(4e-6)  # the driver's CPU an update
+    assert found.latency == Latency(pytest.approx(1.0), pytest.approx(0.050))
+
+
+def test_the_model_is_fitted_at_two_points_and_run_at_every_point() -> None:
+    rows = {(r["cores"], r["buckets"]): r for r in model_rows(FIGURES)}
+    assert [k for k, r in rows.items() if r["calibration"]] == [(1, 1), (1, 4)]
+    # 16 buckets on 1 core: 2 x 0.31 s / (1 - 24 µs x r) + 50 ms <= 1 s: r <= 14,474,
+    # the ladder's 10,000, as measured.
+    sixteen = rows[(1, 16)]
+    assert sixteen["predicted"] == pytest.approx((1 - 0.62 / 0.95) / 24e-6, rel=1e-4)
+    assert sixteen["predicted_rung"] == 10_000 == sixteen["measured"]
+    assert sixteen["bottleneck"] == "consumer batches"
+    assert sixteen["error"] == pytest.approx(sixteen["predicted"] / 10_000 - 1)
+    # On 2 cores the services share them: slower than the same tasks apart would be.
+    assert rows[(2, 4)]["predicted"] < (1 - 2 * 0.17 / 0.95) / (4e-6 + 20e-6 / 2)
 
 
 def test_without_the_baseline_there_is_no_model() -> None:
-    figures = {**FIGURES, "points": [_point(1, 1, None), *FIGURES["points"][1:]]}
+    base = {**_point(1, 1), "capacity": None}
+    figures = {**FIGURES, "points": [base, *FIGURES["points"][1:]]}
     assert model_rows(figures) == []
     assert fleet_plan(figures) is None
 
 
+def test_the_fleets_plan_loads_services_as_the_busiest_held_step() -> None:
+    found = fleet_plan(FIGURES)
+    assert found is not None
+    plan, _, loads = found
+    # 4 buckets at 40,000 on 2 cores: 1 CPU s over the 2.5 s its 100,000 updates took.
+    assert loads.primary == pytest.approx(1.0 / 2.5)
+    assert loads.broker == pytest.approx(5e-6 * 40_000)
+    assert plan.process_cores == 8
+    assert plan.consumer_processes == math.ceil(plan.updates_per_s / plan.process_capacity)
+
+
 def test_the_report_has_the_curves_the_efficiency_and_the_model() -> None:
     text = "\n".join(curves_details(RESULT))
-    assert "| 2 | 4 | 20,000 |" in text
-    assert "| 4 | 2 | 20,000 | 10,000 | 1.00 |" in text
-    assert "consumer cores (calibrated here)" in text
-    assert "| 2 | 1 | 10,000 | 11,111 | shared cores | +11% |" in text
+    assert "| 2 | 4 | 40,000 |" in text
+    assert "| 4 | 2 | 40,000 | 20,000 | 1.00 |" in text
+    assert "consumer batches (fitted here)" in text
+    assert "| 1 | 16 | 10,000 | 14,474 | 10,000 | consumer batches | +45% |" in text
+    assert "the model picks the measured step at" in text
     assert "For 10,000 replicas at 436 updates a second each" in text
     page = render({"benchmarks": {"curves": RESULT}}, {})
     assert "### Capacity against cores and buckets, and the model" in page
@@ -162,6 +207,7 @@ def test_a_first_rate_that_fails_twice_is_halved_until_one_holds() -> None:
 
 
 def test_the_step_that_sets_a_capacity_is_the_one_that_held_at_that_rate() -> None:
-    point = _point(1, 1, 5_000)
-    point["steps"] = [_step(5_000, 1_500), _step(5_000, 400)]  # failed, then held
+    point = {**_point(1, 1), "capacity": 5_000}
+    failed = {**_step(5_000), "p99_ms": 1_500}
+    point["steps"] = [failed, _step(5_000)]
     assert at_capacity(point) is point["steps"][1]

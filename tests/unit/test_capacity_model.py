@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
 from bench import capacity_model as model
+from bench.batch_model import BatchCost, Latency
 from bench.capacity_model import Cost
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
 from bench.curve_figures import PARTS
@@ -21,21 +23,56 @@ COSTS = model.Costs(
     load=Cost(10e-6),
     updates_per_request=100,
 )
-APART = model.Point(cores=1, tasks=1, busiest_primary=1.0, service_cores=1, shared=False)
+BATCH = BatchCost(per_batch=0.150, per_task=0.010, per_update=25e-6)
+MODEL = model.Model(BATCH, Latency(scale=1.0, offset=0.0), COSTS)
+APART = model.Point(
+    cores=1, tasks=1, busiest_primary=1.0, service_cores=1, shared=False, trigger_s=0.1
+)
 
 
-def test_each_resource_limits_the_rate_it_can_carry() -> None:
-    assert model.limits(COSTS, APART) == pytest.approx(
-        {
-            "consumer tasks": 25_000,  # 1 / 40 µs
-            "driver": 100_000,
-            "busiest Redis primary": 50_000,
-            "consumer cores": 20_000,  # 1 / 50 µs
-            "service cores": 25_000,  # 1 / (20 + 10 + 10) µs
-        }
+def test_the_consumer_is_bound_by_its_batches_within_the_latency_bound() -> None:
+    # p99 = 2 T (T past the trigger) <= 1 s: T = 0.16 / (1 - 25 µs x r) <= 0.5 s,
+    # r <= 0.68 / 25 µs = 27,200; the services' core: 1 / (20 + 10 + 10) µs = 25,000.
+    found = model.limits(MODEL, APART, bound_s=1.0)
+    assert found == pytest.approx(
+        {"consumer batches": 27_200, "busiest Redis primary": 50_000, "service cores": 25_000},
+        rel=1e-5,
     )
-    assert model.predict(COSTS, APART, 1.0) == pytest.approx((20_000, "consumer cores"))
+    assert model.predict(MODEL, APART, 1.0) == (pytest.approx(25_000), "service cores")
+    looser = dataclasses.replace(MODEL, costs=dataclasses.replace(COSTS, load=Cost(0.0)))
+    predicted, bound = model.predict(looser, APART, 1.0)
+    assert (predicted, bound) == (pytest.approx(27_200, rel=1e-5), "consumer batches")
     assert COSTS.broker_per_request == pytest.approx(1e-3)
+
+
+def test_tasks_past_the_cores_pay_their_cost_in_waves() -> None:
+    one_core = dataclasses.replace(APART, tasks=16)
+    # T = (0.15 + 16 x 0.01) / (1 - 25 µs x r) <= 0.5: r <= 0.38 / 25 µs = 15,200.
+    assert model.limits(MODEL, one_core, 1.0)["consumer batches"] == pytest.approx(15_200, rel=1e-5)
+    four = dataclasses.replace(APART, cores=4, tasks=16, service_cores=4)
+    # 4 waves: T = 0.19 / (1 - 25 µs x r / 4) <= 0.5: r <= 0.62 x 4 / 25 µs.
+    assert model.limits(MODEL, four, 1.0)["consumer batches"] == pytest.approx(
+        0.62 * 4 / 25e-6, rel=1e-5
+    )
+    # Amdahl's serial part: one partition with data is one task, on one core of the four.
+    one_task = dataclasses.replace(four, tasks=1)
+    assert model.limits(MODEL, one_task, 1.0)["consumer batches"] == pytest.approx(
+        model.limits(MODEL, APART, 1.0)["consumer batches"]
+    )
+
+
+def test_services_on_the_consumers_cores_slow_it_down() -> None:
+    shared = model.Point(
+        cores=2, tasks=4, busiest_primary=0.5, service_cores=2, shared=True, trigger_s=0.1
+    )
+    assert model.stretch(COSTS, APART, 10_000) == 1.0  # apart: nothing taken
+    # 40 µs an update of services: at 10,000 updates/s 0.4 of the 2 cores, 1.6 left for
+    # the 2 its tasks would use.
+    assert model.stretch(COSTS, shared, 10_000) == pytest.approx(2 / 1.6)
+    assert model.stretch(COSTS, shared, 60_000) == math.inf  # nothing left
+    assert "service cores" not in model.limits(MODEL, shared, 1.0)
+    alone = dataclasses.replace(shared, shared=False)
+    assert model.p99(MODEL, shared, 10_000) > model.p99(MODEL, alone, 10_000)
 
 
 def test_a_fixed_part_takes_its_share_of_the_core_first() -> None:
@@ -43,29 +80,10 @@ def test_a_fixed_part_takes_its_share_of_the_core_first() -> None:
     assert Cost(50e-6, fixed=0.2).rate(2) == pytest.approx(36_000)
     assert Cost(50e-6, fixed=1.5).rate(1) == 0.0
     assert Cost(1e-6, 0.1) + Cost(2e-6, 0.2) == Cost(pytest.approx(3e-6), pytest.approx(0.3))
+    assert Cost(50e-6, fixed=0.2).cpu(2_000) == pytest.approx(0.3)
 
 
-def test_one_bucket_uses_one_task_however_many_cores() -> None:
-    # Amdahl's serial part: one partition with data is one task at a time.
-    one = model.Point(cores=4, tasks=1, busiest_primary=1.0, service_cores=4, shared=False)
-    assert model.predict(COSTS, one, 1.0) == pytest.approx((25_000, "consumer tasks"))
-    four = model.Point(cores=4, tasks=4, busiest_primary=0.5, service_cores=4, shared=False)
-    assert model.predict(COSTS, four, 1.0) == pytest.approx((80_000, "consumer cores"))
-
-
-def test_shared_cores_carry_every_kind_at_once() -> None:
-    shared = model.Point(cores=2, tasks=4, busiest_primary=0.5, service_cores=2, shared=True)
-    limits = model.limits(COSTS, shared)
-    assert "consumer cores" not in limits
-    assert limits["shared cores"] == pytest.approx(2 / 90e-6)
-    assert model.predict(COSTS, shared, 0.5)[0] == pytest.approx(1 / 90e-6)
-
-
-def test_calibration_makes_its_own_point_exact() -> None:
-    usable = model.calibrate(COSTS, APART, 15_000)
-    assert usable == pytest.approx(0.75)
-    predicted, _ = model.predict(COSTS, APART, usable)
-    assert model.error(predicted, 15_000) == pytest.approx(0.0)
+def test_the_error_is_relative_to_the_measurement() -> None:
     assert model.error(11_000, 10_000) == pytest.approx(0.1)
     assert math.isnan(model.error(1.0, 0.0))
 
@@ -100,23 +118,32 @@ def test_costs_from_cpu_per_second_by_kind() -> None:
     assert costs.load == Cost(pytest.approx(10e-6), pytest.approx(0.1))
 
 
-def test_a_fleets_plan_rounds_each_resource_up_at_the_usable_share() -> None:
-    plan = model.plan(COSTS, 10_000, 436.0, 5.0, usable=0.5)
+FLEET = model.Fleet(10_000, 436.0, 5.0, largest_share=0.5)
+HELD = model.Held(primary=0.5, broker=0.25)
+
+
+def test_a_fleets_plan_loads_no_service_core_past_what_held() -> None:
+    plan = model.plan(MODEL, FLEET, 8, HELD, bound_s=1.0, trigger_s=0.1)
     updates = 4_360_000
-    assert plan.updates_per_s == updates
-    assert plan.requests_per_s == 50_000
-    assert plan.consumer_cores == math.ceil(updates * 50e-6 / 0.5)  # 436
-    assert plan.consumer_processes == math.ceil(updates * 10e-6 / 0.5)  # 88 drivers
+    assert (plan.updates_per_s, plan.requests_per_s) == (updates, 50_000)
+    # 8 tasks on 8 cores: one wave, T = 0.16 / (1 - 25 µs x r / 8) <= 0.5.
+    assert plan.process_capacity == pytest.approx(0.68 * 8 / 25e-6, rel=1e-5)
+    assert plan.consumer_processes == math.ceil(updates / plan.process_capacity)  # 21
+    assert plan.consumer_cores == 8 * plan.consumer_processes
     assert plan.redis_primaries == math.ceil(updates * 20e-6 / 0.5)  # 175
-    assert plan.partitions == max(math.ceil(updates * 40e-6 / 0.5), plan.redis_primaries)
-    assert plan.broker_cores == math.ceil(50_000 * 1e-3 / 0.5)  # 100
-    assert model.plan(COSTS, 1, 1.0, 1.0, usable=1.0).consumer_cores == 1
+    assert plan.partitions == max(plan.consumer_cores, plan.redis_primaries)
+    assert plan.broker_cores == math.ceil(50_000 * 1e-3 / 0.25)  # 200
+    assert plan.largest_buckets == math.ceil(plan.partitions / 2)
+    small = model.plan(MODEL, model.Fleet(1, 1.0, 1.0), 1, HELD, 1.0, 0.1)
+    assert (small.consumer_cores, small.redis_primaries, small.broker_cores) == (1, 1, 1)
 
 
-def test_a_plan_whose_fixed_part_fills_a_core_is_refused() -> None:
-    full = model.Costs(Cost(1e-6, 1.0), Cost(1e-6), Cost(1e-6), Cost(1e-6), Cost(1e-6), 100)
-    with pytest.raises(ValueError, match="fixed part fills it"):
-        model.plan(full, 10, 1.0, 1.0, usable=0.5)
+def test_a_plan_with_nothing_measured_to_stand_on_is_refused() -> None:
+    with pytest.raises(ValueError, match="no measured step held any Redis load"):
+        model.plan(MODEL, FLEET, 8, model.Held(0.0, 0.25), 1.0, 0.1)
+    slow = dataclasses.replace(MODEL, batch=BatchCost(per_batch=2.0, per_task=0, per_update=1e-6))
+    with pytest.raises(ValueError, match=r"carries nothing within 1\.0 s"):
+        model.plan(slow, FLEET, 8, HELD, 1.0, 0.1)
 
 
 def test_a_kind_that_costs_nothing_per_update_bounds_nothing() -> None:
