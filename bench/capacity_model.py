@@ -135,11 +135,15 @@ def stretch(costs: Costs, point: Point, rate: float) -> float:
     return math.inf if left <= 0 else max(1.0, wanted / left)
 
 
+def batch_time(model: Model, point: Point, rate: float) -> float:
+    """A batch's seconds under a steady ``rate`` at ``point``."""
+    slowed = stretch(model.costs, point, rate)
+    return steady_time(model.batch, rate, point.tasks, point.cores, point.trigger_s, slowed)
+
+
 def p99(model: Model, point: Point, rate: float) -> float:
     """Publish-to-visible p99 (seconds) under a steady ``rate`` at ``point``."""
-    slowed = stretch(model.costs, point, rate)
-    batch = steady_time(model.batch, rate, point.tasks, point.cores, point.trigger_s, slowed)
-    return model.latency.p99(batch, point.trigger_s)
+    return model.latency.p99(batch_time(model, point, rate), point.trigger_s)
 
 
 def limits(model: Model, point: Point, bound_s: float) -> dict[str, float]:

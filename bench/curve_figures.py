@@ -10,6 +10,7 @@ every point: the others test it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -193,10 +194,22 @@ def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "predicted_rung": rung(predicted, rates),
                 "bottleneck": bottleneck,
                 "error": model.error(predicted, measured) if measured else math.nan,
+                "batch_error": batch_error(found, where, p),
                 "calibration": (p["cores"], p["buckets"]) in fitted_at,
             }
         )
     return rows
+
+
+def batch_error(found: model.Model, where: model.Point, point: Mapping[str, Any]) -> float:
+    """The median error of the model's batch time against the measured mean, over the
+    point's drained steps (NaN without one)."""
+    errors = [
+        model.error(model.batch_time(found, where, s["offered"]), batch(s)[1])
+        for s in point["steps"]
+        if sustained(s) and s["phases_s"]["batches"]
+    ]
+    return statistics.median(errors) if errors else math.nan
 
 
 def held_loads(points: Sequence[Mapping[str, Any]]) -> model.Held:
@@ -275,7 +288,7 @@ def model_lines(result: Result) -> list[str]:
         return ["The model needs the 1-bucket, 1-core point's capacity: none was measured."]
     lines = _table(
         ["consumer cores", "buckets", "measured capacity", "model", "model's step", "bound by",
-         "error"],
+         "error", "batch time's error (median over steps)"],
         [
             [
                 str(r["cores"]),
@@ -285,6 +298,7 @@ def model_lines(result: Result) -> list[str]:
                 number(r["predicted_rung"]),
                 r["bottleneck"] + (" (fitted here)" if r["calibration"] else ""),
                 "-" if math.isnan(r["error"]) else f"{r['error']:+.0%}",
+                "-" if math.isnan(r["batch_error"]) else f"{r['batch_error']:+.0%}",
             ]
             for r in rows
         ],

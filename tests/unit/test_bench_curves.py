@@ -125,6 +125,7 @@ def test_the_model_is_fitted_at_two_points_and_run_at_every_point() -> None:
     assert sixteen["predicted_rung"] == 10_000 == sixteen["measured"]
     assert sixteen["bottleneck"] == "consumer batches"
     assert sixteen["error"] == pytest.approx(sixteen["predicted"] / 10_000 - 1)
+    assert sixteen["batch_error"] == pytest.approx(0.0, abs=1e-9)  # each step's batch time
     # On 2 cores the services share them: slower than the same tasks apart would be.
     assert rows[(2, 4)]["predicted"] < (1 - 2 * 0.17 / 0.95) / (4e-6 + 20e-6 / 2)
 
@@ -152,7 +153,7 @@ def test_the_report_has_the_curves_the_efficiency_and_the_model() -> None:
     assert "| 2 | 4 | 40,000 |" in text
     assert "| 4 | 2 | 40,000 | 20,000 | 1.00 |" in text
     assert "consumer batches (fitted here)" in text
-    assert "| 1 | 16 | 10,000 | 14,474 | 10,000 | consumer batches | +45% |" in text
+    assert "| 1 | 16 | 10,000 | 14,474 | 10,000 | consumer batches | +45% | +0% |" in text
     assert "the model picks the measured step at" in text
     assert "For 10,000 replicas at 436 updates a second each" in text
     page = render({"benchmarks": {"curves": RESULT}}, {})
