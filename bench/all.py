@@ -158,10 +158,10 @@ PLAN = (
     # Capacity against cores and buckets (issue 52): the consumer in a process pinned to 1
     # core, then 2 (and every doubling up to the machine's cores on a larger one), Redis and
     # the broker on the other core where there is one; 1, 4 and 16 buckets each climbing
-    # 2,500 to 40,000 updates/s in steps of 6 s until one passes p99 1 s twice (on more cores
-    # from the capacity found on fewer), after a warm-up step, a Spark session per core
-    # count. 19 steps took 237 s on 2 cores (2026-12-03); the warm-ups and the second tries
-    # add about 12 steps: about 6 to 7 minutes.
+    # 2,500 to 40,000 updates/s in steps of 6 s about the square root of 2 apart until one
+    # passes p99 1 s twice (on more cores from the capacity found on fewer), after a
+    # warm-up step, a Spark session per core count. The ladder of doublings took 410 s on 2
+    # cores (2026-12-03); this one has about half as many steps again: about 10 minutes.
     Bench(
         "curves",
         (),

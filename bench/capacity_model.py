@@ -29,7 +29,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from bench.batch_model import BatchCost, Latency, highest, steady_time
+from bench.batch_model import BatchCost, Latency, Shape, highest, most_rate, steady_time
 
 MAX_RATE = 1e9  # updates/s: the search's ceiling where nothing is paid per update
 
@@ -114,15 +114,14 @@ class Model:
 
 @dataclasses.dataclass(frozen=True)
 class Point:
-    """Where the work runs: the consumer's cores, its tasks, the busiest primary's share
-    of the collection, the services' cores (``shared``: the consumer's own), the trigger."""
+    """Where the work runs: the batches' shape (partitions, cores, updates a request, the
+    trigger), the busiest primary's share of the collection, the services' cores
+    (``shared``: the consumer's own)."""
 
-    cores: int
-    tasks: int
+    shape: Shape
     busiest_primary: float
     service_cores: int
     shared: bool
-    trigger_s: float
 
 
 def stretch(costs: Costs, point: Point, rate: float) -> float:
@@ -130,27 +129,26 @@ def stretch(costs: Costs, point: Point, rate: float) -> float:
     cores: the cores its tasks would use against the cores left (1 when apart)."""
     if not point.shared:
         return 1.0
-    left = point.cores - costs.services.cpu(rate)
-    wanted = min(point.cores, point.tasks)
+    cores = point.shape.cores
+    left = cores - costs.services.cpu(rate)
+    wanted = min(cores, point.shape.partitions)
     return math.inf if left <= 0 else max(1.0, wanted / left)
 
 
 def batch_time(model: Model, point: Point, rate: float) -> float:
     """A batch's seconds under a steady ``rate`` at ``point``."""
-    slowed = stretch(model.costs, point, rate)
-    return steady_time(model.batch, rate, point.tasks, point.cores, point.trigger_s, slowed)
+    return steady_time(model.batch, point.shape, rate, stretch(model.costs, point, rate))
 
 
 def p99(model: Model, point: Point, rate: float) -> float:
     """Publish-to-visible p99 (seconds) under a steady ``rate`` at ``point``."""
-    return model.latency.p99(batch_time(model, point, rate), point.trigger_s)
+    return model.latency.p99(batch_time(model, point, rate), point.shape.trigger_s)
 
 
 def limits(model: Model, point: Point, bound_s: float) -> dict[str, float]:
     """Each resource's most updates a second (see the module's docstring)."""
     costs = model.costs
-    slope = model.batch.slope(point.tasks, point.cores)
-    upper = 1 / slope if slope > 0 else MAX_RATE  # where batches fall behind for good
+    upper = min(most_rate(model.batch, point.shape), MAX_RATE)
     share = point.busiest_primary
     busiest = Cost(costs.redis.per_update * share, costs.redis.fixed * share)
     found = {
@@ -258,7 +256,9 @@ def plan(
     buckets as its share of the partitions."""
     updates = fleet.replicas * fleet.updates_per_replica_s
     requests = fleet.replicas * fleet.requests_per_replica_s
-    alone = Point(process_cores, process_cores, 0.0, process_cores, False, trigger_s)
+    per_request = fleet.updates_per_replica_s / fleet.requests_per_replica_s
+    shape = Shape(process_cores, process_cores, per_request, trigger_s)
+    alone = Point(shape, busiest_primary=0.0, service_cores=process_cores, shared=False)
     carried = limits(model, alone, bound_s)["consumer batches"]
     if carried <= 0:
         raise ValueError(f"a consumer process carries nothing within {bound_s} s")

@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench import batch_model
 from bench import capacity_model as model
 from bench.batch_model import BatchSample, fit_cost, fit_latency
 from bench.climbs import sustained
@@ -93,18 +94,22 @@ def held(point: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [s for s in point["steps"] if sustained(s) and s["p99_ms"] <= CAPACITY_P99_MS]
 
 
-def point_of(point: Mapping[str, Any], trigger_s: float) -> model.Point:
+def point_of(point: Mapping[str, Any], result: Mapping[str, Any]) -> model.Point:
     """Where ``point``'s work ran, as the model takes it."""
     step = at_capacity(point) or point["steps"][0]
     per_primary = [n["buckets"] for n in step["nodes"]]
     layout = point["layout"]
-    return model.Point(
+    shape = batch_model.Shape(
+        partitions=step["partitions_used"],
         cores=point["cores"],
-        tasks=step["partitions_used"],
+        updates_per_request=result["scale"]["updates"],
+        trigger_s=trigger_s(result),
+    )
+    return model.Point(
+        shape=shape,
         busiest_primary=max(per_primary) / sum(per_primary),
         service_cores=len(set(layout["redis"]) | set(layout["kafka"])),
         shared=layout["shared"],
-        trigger_s=trigger_s,
     )
 
 
@@ -144,22 +149,29 @@ def calibration(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [p for p in points if p["cores"] == 1 and p["buckets"] in CALIBRATION_BUCKETS]
 
 
-def trigger_s(figures: Mapping[str, Any]) -> float:
-    return float(figures["settings"]["trigger_ms"]) / 1000
+def trigger_s(result: Mapping[str, Any]) -> float:
+    """The consumer's trigger interval in the run's settings."""
+    return float(result["scale"]["trigger_ms"]) / 1000
 
 
-def fitted(figures: Mapping[str, Any]) -> model.Model | None:
+def fitted(result: Mapping[str, Any]) -> model.Model | None:
     """The model fitted over the calibration points' held steps: the batch cost, the
     latency, and CPU by kind at the baseline (none without the baseline's capacity or a
     held step with batches)."""
-    base = baseline(figures["points"])
+    points = result["figures"]["points"]
+    base = baseline(points)
     costs = None if base is None else costs_at(base)
-    steps = [s for p in calibration(figures["points"]) for s in held(p) if s["phases_s"]["batches"]]
+    steps = [s for p in calibration(points) for s in held(p) if s["phases_s"]["batches"]]
     if costs is None or not steps:
         return None
-    samples = [BatchSample(s["partitions_used"], *batch(s)) for s in steps]
+    per_request = result["scale"]["updates"]
+    samples = [
+        BatchSample(batch_model.tasks_with_data(s["partitions_used"], n / per_request), n, t)
+        for s in steps
+        for n, t in [batch(s)]
+    ]
     cost = fit_cost(samples, serial=costs.driver.per_update)
-    trigger = trigger_s(figures)
+    trigger = trigger_s(result)
     seconds = [batch(s)[1] for s in steps]
     latency = fit_latency(
         [(max(t, trigger) + t, s["p99_ms"] / 1000) for s, t in zip(steps, seconds, strict=True)]
@@ -172,17 +184,18 @@ def rung(rate: float, rates: Sequence[float]) -> float | None:
     return max((r for r in rates if r <= rate * 1.01), default=None)
 
 
-def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
+def model_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The model at every point: predicted capacity and the ladder's step it falls on,
     bottleneck, measured, error."""
-    found = fitted(figures)
+    found = fitted(result)
     if found is None:
         return []
+    figures = result["figures"]
     fitted_at = [(p["cores"], p["buckets"]) for p in calibration(figures["points"])]
-    rates = [float(r) for r in figures["settings"]["rates"].split(",")]
+    rates = [float(r) for r in result["scale"]["rates"].split(",")]
     rows = []
     for p in figures["points"]:
-        where = point_of(p, trigger_s(figures))
+        where = point_of(p, result)
         predicted, bottleneck = model.predict(found, where, figures["bound_ms"] / 1000)
         measured = p["capacity"]
         rows.append(
@@ -192,6 +205,7 @@ def model_rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "measured": measured,
                 "predicted": predicted,
                 "predicted_rung": rung(predicted, rates),
+                "measured_rung": None if measured is None else rung(measured, rates),
                 "bottleneck": bottleneck,
                 "error": model.error(predicted, measured) if measured else math.nan,
                 "batch_error": batch_error(found, where, p),
@@ -221,12 +235,13 @@ def held_loads(points: Sequence[Mapping[str, Any]]) -> model.Held:
     )
 
 
-def fleet_plan(figures: Mapping[str, Any]) -> tuple[model.Plan, model.Model, model.Held] | None:
+def fleet_plan(result: Mapping[str, Any]) -> tuple[model.Plan, model.Model, model.Held] | None:
     """The model's plan for the fleet, with the model and the loads it stands on (none
     without the model, or when nothing measured held a load)."""
-    found = fitted(figures)
+    found = fitted(result)
     if found is None:
         return None
+    figures = result["figures"]
     loads = held_loads(figures["points"])
     fleet = model.Fleet(
         FLEET_REPLICAS, FLEET_UPDATES_PER_REPLICA_S, FLEET_REQUESTS_PER_REPLICA_S,
@@ -235,7 +250,7 @@ def fleet_plan(figures: Mapping[str, Any]) -> tuple[model.Plan, model.Model, mod
     try:
         plan = model.plan(
             found, fleet, FLEET_PROCESS_CORES, loads, figures["bound_ms"] / 1000,
-            trigger_s(figures),
+            trigger_s(result),
         )  # fmt: skip
     except ValueError:
         return None
@@ -250,6 +265,11 @@ def number(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def percent(value: float) -> str:
+    """A signed whole percentage ("+0%" for what rounds to none), "-" for NaN."""
+    return "-" if math.isnan(value) else f"{round(value, 2) + 0.0:+.0%}"
 
 
 CURVE_COLUMNS = (
@@ -282,8 +302,7 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def model_lines(result: Result) -> list[str]:
     """The model's predictions beside the measurements, and its plan for the fleet."""
-    figures = result["figures"]
-    rows = model_rows(figures)
+    rows = model_rows(result)
     if not rows:
         return ["The model needs the 1-bucket, 1-core point's capacity: none was measured."]
     lines = _table(
@@ -297,8 +316,8 @@ def model_lines(result: Result) -> list[str]:
                 number(r["predicted"]),
                 number(r["predicted_rung"]),
                 r["bottleneck"] + (" (fitted here)" if r["calibration"] else ""),
-                "-" if math.isnan(r["error"]) else f"{r['error']:+.0%}",
-                "-" if math.isnan(r["batch_error"]) else f"{r['batch_error']:+.0%}",
+                percent(r["error"]),
+                percent(r["batch_error"]),
             ]
             for r in rows
         ],
@@ -306,7 +325,7 @@ def model_lines(result: Result) -> list[str]:
     tested = [r for r in rows if not r["calibration"] and not math.isnan(r["error"])]
     if tested:
         errors = sorted(abs(r["error"]) for r in tested)
-        on_step = sum(r["predicted_rung"] == r["measured"] for r in tested)
+        on_step = sum(r["predicted_rung"] == r["measured_rung"] for r in tested)
         lines += [
             "",
             f"Over the {len(tested)} points it was not fitted at: error median "
@@ -315,7 +334,7 @@ def model_lines(result: Result) -> list[str]:
             "rates, so a point is known only to a step: the true capacity is at least the "
             "measured and below the next step).",
         ]
-    found = fleet_plan(figures)
+    found = fleet_plan(result)
     if found is not None:
         lines += ["", *plan_lines(*found)]
     return lines

@@ -194,7 +194,7 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
     console = Console()
     for point in result["points"]:
         console.print(f"{point['cores']} cores, {point['buckets']} buckets: {point['placement']}")
-    print("\n".join(model_lines({"figures": result})), flush=True)
+    print("\n".join(model_lines({"figures": result, "scale": vars(args)})), flush=True)
     load = result["load_average"]
     console.print(
         f"load average {', '.join(f'{x:.2f}' for x in load['before'])} before, "

@@ -429,7 +429,7 @@ def curves(result: Result, canvas: Canvas) -> None:
     dashed; and every step's p99 against its offered load."""
     figures = result["figures"]
     points = figures["points"]
-    predicted = {(r["cores"], r["buckets"]): r["predicted"] for r in model_rows(figures)}
+    predicted = {(r["cores"], r["buckets"]): r["predicted"] for r in model_rows(result)}
     capacity_axes, latency = canvas.subplots(1, 2)
     for index, buckets in enumerate(sorted({p["buckets"] for p in points})):
         line = [p for p in points if p["buckets"] == buckets]

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bench import capacity_model as model
-from bench.batch_model import BatchCost, Latency
+from bench.batch_model import BatchCost, Latency, Shape
 from bench.capacity_model import Cost
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
 from bench.curve_figures import PARTS
@@ -25,9 +25,18 @@ COSTS = model.Costs(
 )
 BATCH = BatchCost(per_batch=0.150, per_task=0.010, per_update=25e-6)
 MODEL = model.Model(BATCH, Latency(scale=1.0, offset=0.0), COSTS)
+# Many requests a batch (an update each): every partition has data in every batch.
 APART = model.Point(
-    cores=1, tasks=1, busiest_primary=1.0, service_cores=1, shared=False, trigger_s=0.1
+    Shape(partitions=1, cores=1, updates_per_request=1, trigger_s=0.1),
+    busiest_primary=1.0,
+    service_cores=1,
+    shared=False,
 )
+
+
+def at(point: model.Point, **shape: int) -> model.Point:
+    """``point`` with its shape's partitions or cores changed."""
+    return dataclasses.replace(point, shape=dataclasses.replace(point.shape, **shape))
 
 
 def test_the_consumer_is_bound_by_its_batches_within_the_latency_bound() -> None:
@@ -46,24 +55,24 @@ def test_the_consumer_is_bound_by_its_batches_within_the_latency_bound() -> None
 
 
 def test_tasks_past_the_cores_pay_their_cost_in_waves() -> None:
-    one_core = dataclasses.replace(APART, tasks=16)
+    one_core = at(APART, partitions=16)
     # T = (0.15 + 16 x 0.01) / (1 - 25 µs x r) <= 0.5: r <= 0.38 / 25 µs = 15,200.
     assert model.limits(MODEL, one_core, 1.0)["consumer batches"] == pytest.approx(15_200, rel=1e-5)
-    four = dataclasses.replace(APART, cores=4, tasks=16, service_cores=4)
+    four = dataclasses.replace(at(APART, cores=4, partitions=16), service_cores=4)
     # 4 waves: T = 0.19 / (1 - 25 µs x r / 4) <= 0.5: r <= 0.62 x 4 / 25 µs.
     assert model.limits(MODEL, four, 1.0)["consumer batches"] == pytest.approx(
         0.62 * 4 / 25e-6, rel=1e-5
     )
     # Amdahl's serial part: one partition with data is one task, on one core of the four.
-    one_task = dataclasses.replace(four, tasks=1)
+    one_task = at(four, partitions=1)
     assert model.limits(MODEL, one_task, 1.0)["consumer batches"] == pytest.approx(
         model.limits(MODEL, APART, 1.0)["consumer batches"]
     )
 
 
 def test_services_on_the_consumers_cores_slow_it_down() -> None:
-    shared = model.Point(
-        cores=2, tasks=4, busiest_primary=0.5, service_cores=2, shared=True, trigger_s=0.1
+    shared = dataclasses.replace(
+        at(APART, cores=2, partitions=4), busiest_primary=0.5, service_cores=2, shared=True
     )
     assert model.stretch(COSTS, APART, 10_000) == 1.0  # apart: nothing taken
     # 40 µs an update of services: at 10,000 updates/s 0.4 of the 2 cores, 1.6 left for
