@@ -301,6 +301,15 @@ def _intro(results: Mapping[str, Any]) -> list[str]:
         "scale cannot test the target.",
         "",
     ]
+    run_commit = results.get("machine", {}).get("git", {}).get("commit")
+    rendered = results.get("rendered_at", {}).get("commit")
+    if rendered and rendered != run_commit:
+        lines += [
+            f"> **Rendered from the run's results at commit {rendered[:7]}**: the figures are "
+            "the run's; what is computed from them (the capacity model's fit and "
+            "predictions) is that commit's code.",
+            "",
+        ]
     for name, rerun in results.get("reruns", {}).items():
         lines += [
             f"> **`{name}` was run again alone** after the run, at commit "

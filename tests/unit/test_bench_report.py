@@ -20,6 +20,7 @@ from bench.scale_figures import growth
 from bench.targets import Target
 from tests.docs.markdown import is_generated_page
 from tests.unit.test_bench_curves import FIGURES as CURVES
+from tests.unit.test_bench_curves import SCALE as CURVES_SCALE
 
 MACHINE = {
     "date": "2030-01-02T03:04:05+00:00",
@@ -322,7 +323,7 @@ def fixture() -> dict[str, Any]:
             },
         ),
         "capacity": _ok({"rates": "20000,40000,60000", "duration": 15.0}, _capacity()),
-        "curves": _ok({"rates": "5000,10000,20000"}, copy.deepcopy(CURVES)),
+        "curves": _ok(dict(CURVES_SCALE), copy.deepcopy(CURVES)),
     }
     return {
         "quick": False,
@@ -458,6 +459,15 @@ def test_a_benchmark_run_again_alone_is_named_with_its_commit() -> None:
     assert "> **`decode` was run again alone** after the run, at commit b93eaab " in (
         render(results, {})
     )
+
+
+def test_a_page_rendered_later_names_the_commit_that_computed_it() -> None:
+    results = fixture()
+    results["machine"]["git"] = {"commit": "5ef6aa1595a5", "dirty": False}
+    results["rendered_at"] = {"commit": "5ef6aa1595a5", "dirty": False}
+    assert "Rendered from the run's results" not in render(results, {})
+    results["rendered_at"] = {"commit": "01061f0aaaaa", "dirty": False}
+    assert "> **Rendered from the run's results at commit 01061f0**" in render(results, {})
 
 
 @pytest.mark.parametrize(
