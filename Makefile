@@ -36,8 +36,8 @@ test-setup: setup
 demo: setup
 	$(BIN)/collection-manager demo
 
-# Every benchmark, then docs/benchmarks.md and its plots: about 35 minutes on 2 cores (an
-# estimate: 19 before the buckets, HTTP reads, sink and curves benchmarks; bench/all.py).
+# Every benchmark, then docs/benchmarks.md and its plots: 42 minutes on 2 cores
+# (2026-12-04: 2,538 s, the curves 491 s of it; bench/all.py).
 bench: setup
 	$(BIN)/collection-manager bench run
 

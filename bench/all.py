@@ -48,11 +48,11 @@ QUICK_LOAD = ("--duration=3", "--updates=100", "--keys=500")  # the Spark benchm
 
 # Pure and Redis-only benchmarks first; those that start Spark last. The full scale took
 # about 18 minutes on 2 cores, under the 20-minute budget (issues 19 and 32), before the
-# buckets benchmark added about 4 (issue 41), the HTTP reads about 3 and the sink 1.5
-# (issues 51, 54) and the curves about 8 (issue 52, estimated): about 35 minutes in all,
-# past the old budget, with the curves' steps already cut to 6 s. Capacity about 6, buckets
-# about 4, reader latency and row scale (each to ten million rows) about 3 each, the batch
-# breakdown and the Spark scale curves 1 to 2 each, the rest about a minute each.
+# buckets benchmark added about 4 (issue 41), the HTTP reads about 3 and the sink 1 (issues
+# 51, 54) and the curves 8 (issue 52): 42 minutes in all on 2026-12-04, past the old
+# budget. Reader latency 8 then, row scale 5, buckets and capacity 3 to 4 each, SQL reads,
+# the HTTP reads, the batch breakdown and the Spark scale curves 2 to 3 each, the rest
+# about a minute each or less.
 PLAN = (
     Bench("ttl_index", (), ("--keys", "200", "--steps", "120"), services=False),
     Bench(
@@ -160,8 +160,7 @@ PLAN = (
     # the broker on the other core where there is one; 1, 4 and 16 buckets each climbing
     # 2,500 to 40,000 updates/s in steps of 6 s about the square root of 2 apart until one
     # passes p99 1 s twice (on more cores from the capacity found on fewer), after a
-    # warm-up step, a Spark session per core count. The ladder of doublings took 410 s on 2
-    # cores (2026-12-03); this one has about half as many steps again: about 10 minutes.
+    # warm-up step, a Spark session per core count: 491 s on 2 cores (2026-12-04).
     Bench(
         "curves",
         (),
