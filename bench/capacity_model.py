@@ -11,8 +11,8 @@ capacity plan alike. Two kinds of cost:
   the consumer is busy all the time, and a batch costs per batch and per task as well as
   per update, so what it carries within p99 1 s is bound by its batch time, not its CPU.
 
-:func:`limits` gives what each resource carries at a :class:`Point` (its cores, tasks,
-primaries, and whether the services share its cores): the consumer's batches within the
+:func:`limits` gives what each resource carries at a :class:`Point` (its batches' shape,
+its busiest primary, and whether the services share its cores): the consumer's batches within the
 latency bound (slowed, where shared, by what the services take of the cores); the busiest
 Redis primary, one core serving its share of the buckets; the services' cores when apart.
 :func:`predict` is the lowest.
@@ -86,11 +86,6 @@ class Costs:
     broker: Cost
     load: Cost
     updates_per_request: float
-
-    @property
-    def consumer(self) -> Cost:
-        """The consumer's: its driver and executors."""
-        return self.driver + self.executors
 
     @property
     def services(self) -> Cost:

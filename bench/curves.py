@@ -42,7 +42,8 @@ from bench.buckets import add_load_options, run_count
 from bench.climbs import capacity, sustained
 from bench.common import report, services
 from bench.consumer_process import ConsumerProcess, consumer_process
-from bench.curve_figures import CURVE_COLUMNS, curve_cells, model_lines
+from bench.curve_figures import CURVE_COLUMNS, curve_cells
+from bench.model_figures import model_lines
 from bench.targets import CAPACITY_P99_MS
 from collection_manager.config import InfraConfig, from_env
 from collection_manager.config.services import load_services

@@ -21,8 +21,8 @@ from matplotlib.figure import Figure as Canvas
 
 from bench import targets
 from bench.climbs import climbs
-from bench.curve_figures import model_rows
 from bench.figures import CAPACITY_LABELS, cpu_kinds
+from bench.model_figures import model_rows
 from bench.scale_figures import fleet_scale_growth, row_scale_growth, spark_scale_growth
 
 logger = logging.getLogger(__name__)

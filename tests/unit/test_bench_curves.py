@@ -10,16 +10,9 @@ import pytest
 
 from bench.batch_model import BatchCost, Latency, Shape, highest, steady_time
 from bench.cpu import BENCH, BROKER, DRIVER, JVM, REDIS, WORKERS
-from bench.curve_figures import (
-    at_capacity,
-    curves,
-    curves_details,
-    efficiencies,
-    fitted,
-    fleet_plan,
-    model_rows,
-)
+from bench.curve_figures import at_capacity, curves, curves_details, efficiencies
 from bench.curves import ladder, walk
+from bench.model_figures import fitted, fleet_plan, model_details, model_rows
 from bench.report import render
 
 # The consumer's true costs the made-up steps follow: 150 ms a batch, 10 ms a task, 24 µs
@@ -153,7 +146,7 @@ def test_the_fleets_plan_loads_services_as_the_busiest_held_step() -> None:
 
 
 def test_the_report_has_the_curves_the_efficiency_and_the_model() -> None:
-    text = "\n".join(curves_details(RESULT))
+    text = "\n".join([*curves_details(RESULT), *model_details(RESULT)])
     assert "| 2 | 4 | 40,000 |" in text
     assert "| 4 | 2 | 40,000 | 20,000 | 1.00 |" in text
     assert "consumer batches (fitted here)" in text
