@@ -23,7 +23,7 @@ from collection_manager.storage.client import REDIS_FAULTS, redis_client
 from collection_manager.storage.heartbeats import CONSUMER, Heartbeat
 from collection_manager.storage.library import library_name
 from collection_manager.storage.replication import Durability
-from spark_consumers.broker_probe import BrokerProbe
+from spark_consumers.broker_probe import KAFKA_CAUSE, BrokerProbe
 from spark_consumers.errors import ConsumerError, fault_text
 from spark_consumers.exporter import ConsumerObservability
 from spark_consumers.job import start_consumer
@@ -220,7 +220,9 @@ class _ConsumerRun:
             timer=timer,
             trigger_interval_ms=config.trigger_interval_ms,
             outage=self._outage,
-            on_progress=self._outage.recovered,
+            # A batch can finish from records fetched before the broker went away: only the
+            # broker's own answer ends the outage its probe began.
+            on_progress=lambda: self._outage.recovered(unless=KAFKA_CAUSE.format(kafka)),
             observed=observed,
         )
         while not self._stop.is_set():

@@ -97,11 +97,14 @@ class Outage:
         self._record("retrying")
         return backoff_s(self.retries, self._rng)
 
-    def recovered(self, only_if: str = "") -> None:
+    def recovered(self, only_if: str = "", unless: str = "") -> None:
         """Records a success: ends the outage, if one is going on whose cause starts with
-        ``only_if`` (so that Kafka answering again does not end an outage of Redis)."""
+        ``only_if`` (so that Kafka answering again does not end an outage of Redis) and,
+        when ``unless`` is given, not with ``unless``."""
         with self._lock:
-            if self.since is not None and self.cause.startswith(only_if):
+            cause = self.cause
+            ends = cause.startswith(only_if) and not (unless and cause.startswith(unless))
+            if self.since is not None and ends:
                 lasted = self._clock() - self.since
                 logger.warning("outage over after %.1f s and %d retries", lasted, self.retries)
                 self.since, self.retries, self.cause = None, 0, ""

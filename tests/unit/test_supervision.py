@@ -83,3 +83,17 @@ def test_kafka_answering_again_ends_only_an_outage_of_kafka() -> None:
     assert outage.ongoing
     outage.recovered(only_if="Kafka at 127.0.0.1:1")
     assert not outage.ongoing
+
+
+def test_a_batch_finishing_does_not_end_the_outage_the_broker_probe_began() -> None:
+    # A batch can finish from records fetched before the broker went away (the consumer
+    # ends an outage on progress with ``unless`` the probe's cause): on 2026-12-04 that
+    # logged one outage of Kafka as two.
+    outage = Outage(NOWHERE, rng=random.Random(1))
+    probe = BrokerProbe("127.0.0.1:1", outage)
+    assert not probe.check(timeout_s=0.5)
+    outage.recovered(unless="Kafka at 127.0.0.1:1")  # a batch's progress
+    assert outage.ongoing
+    outage.failed("ConnectionError: Redis is down")  # another cause: progress ends it
+    outage.recovered(unless="Kafka at 127.0.0.1:1")
+    assert not outage.ongoing
