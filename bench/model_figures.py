@@ -110,18 +110,17 @@ def fitted(result: Mapping[str, Any]) -> model.Model | None:
     steps = [s for p in calibration(points) for s in held(p) if s["phases_s"]["batches"]]
     if costs is None or not steps:
         return None
-    per_request = result["scale"]["updates"]
+    per_request, trigger = result["scale"]["updates"], trigger_s(result)
     samples = [
         BatchSample(batch_model.tasks_with_data(s["partitions_used"], n / per_request), n, t)
         for s in steps
         for n, t in [batch(s)]
     ]
     cost = fit_cost(samples, serial=costs.driver.per_update)
-    trigger = trigger_s(result)
-    seconds = [batch(s)[1] for s in steps]
     latency = fit_latency(
-        [(max(t, trigger) + t, s["p99_ms"] / 1000) for s, t in zip(steps, seconds, strict=True)]
-    )
+        [(max(b.seconds, trigger) + b.seconds, s["p99_ms"] / 1000)
+         for s, b in zip(steps, samples, strict=True)]
+    )  # fmt: skip
     return model.Model(cost, latency, costs)
 
 
